@@ -1,0 +1,543 @@
+"""Reverse sweep, eager `backward`, and the functional transforms.
+
+The reverse sweep visits nodes of one level in decreasing creation order (a heap keyed by
+sequence number), which is a topological order of any graph built by running code, so
+no recursion and no separate topological sort are needed, and the order never depends
+on ids or sets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from heapq import heappop, heappush
+
+import numpy as np
+
+from .errors import user_line
+from .op import REGISTRY, make_dual
+from .tensor import Dual, Tensor, _grad_mode, _leaf
+
+_next_level = itertools.count(1).__next__
+
+
+def _shape(x) -> tuple:
+    try:
+        return x.shape
+    except AttributeError:
+        return np.shape(x)
+
+
+def _dtype(x):
+    try:
+        dtype = x.dtype
+    except AttributeError:
+        return np.asarray(x).dtype
+    return dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+
+
+def _unbroadcast(ct, shape):
+    """Sums a cotangent of a broadcast result back down to the input's `shape`."""
+    ct_shape = _shape(ct)
+    lead = len(ct_shape) - len(shape)
+    if lead < 0:
+        return REGISTRY["broadcast_to"].function(ct, shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and ct_shape[lead + i] != 1
+    )
+    if axes:
+        ct = REGISTRY["sum"].function(ct, axis=axes, keepdims=True)
+    if lead or _shape(ct) != shape:
+        ct = REGISTRY["reshape"].function(ct, shape)
+    return ct
+
+
+def _freed_error(node):
+    return RuntimeError(
+        f"backward through {node.op.name} a second time: the values it saved were freed by the "
+        f"previous backward(); pass retain_graph=True to that backward() to keep them (at {user_line()})"
+    )
+
+
+def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
+    """Propagates `cotangents` from `roots` through the graph of `level`.
+
+    Returns {leaf: cotangent} for the requires-grad leaves reached, in the order reached.
+    In graph mode the rules run on the Tensors themselves (recording the backward pass);
+    otherwise on the values one level down (raw arrays for eager tensors). `free` drops
+    each visited node's inputs afterwards, releasing the values it kept alive.
+    """
+    grads = {}
+    leaves = {}
+    heap = []
+    for root, ct in zip(roots, cotangents):
+        if root.op is None:
+            leaves[root] = leaves[root] + ct if root in leaves else ct
+        elif root in grads:
+            grads[root] = grads[root] + ct
+        else:
+            grads[root] = ct
+            heappush(heap, (-root._seq, root))
+    visited = []
+    while heap:
+        node = heappop(heap)[1]
+        g = grads.pop(node)
+        inputs = node.inputs
+        if inputs is None:
+            raise _freed_error(node)
+        attrs = node.attrs
+        rules = node.op.vjp
+        if graph_mode:
+            values = inputs
+            out = node
+        elif len(inputs) == 1:
+            values = (inputs[0]._value,)  # a recorded unary op's input is a box of this level
+            out = node._value
+        else:
+            values = [a._value if type(a) is Tensor and a._level == level else a for a in inputs]
+            out = node._value
+        joint = None if type(rules) is tuple else rules(g, out, *values, **(attrs or {}))
+        for i, a in enumerate(inputs):
+            if not (type(a) is Tensor and a._requires_grad and a._level == level):
+                continue
+            if joint is None:
+                rule = rules[i]
+                if rule is None:
+                    continue
+                ct = rule(g, out, *values) if attrs is None else rule(g, out, *values, **attrs)
+            else:
+                ct = joint[i]
+                if ct is None:
+                    continue
+            shape = a._value.shape
+            if ct.shape != shape:
+                ct = _unbroadcast(ct, shape)
+            if a.op is None:
+                leaves[a] = leaves[a] + ct if a in leaves else ct
+            elif a in grads:
+                grads[a] = grads[a] + ct
+            else:
+                grads[a] = ct
+                heappush(heap, (-a._seq, a))
+        if free:
+            visited.append(node)
+    if free:
+        for node in visited:
+            node.inputs = None
+    return leaves
+
+
+def backward(tensor, grad=None, retain_graph=None, create_graph=False):
+    """Eager reverse mode: accumulates into `.grad` of every leaf that requires grad."""
+    if tensor._level != 0:
+        raise RuntimeError(
+            f"backward() was called on a value traced by a transform; use the transform's result instead (at {user_line()})"
+        )
+    if not tensor._requires_grad:
+        raise RuntimeError(
+            "backward(): this tensor does not require grad and has no recorded graph (were its inputs "
+            f"created with requires_grad=True, outside no_grad?) at {user_line()}"
+        )
+    shape, dtype = tensor.shape, tensor.dtype
+    if grad is None:
+        if int(np.prod(shape)) != 1:
+            raise RuntimeError(
+                f"backward(): grad can be created implicitly only for a one-element output, got shape {shape}; "
+                f"pass grad= of that shape (at {user_line()})"
+            )
+        seed = np.ones(shape, dtype)
+    else:
+        seed = grad if (create_graph and isinstance(grad, Tensor)) else np.asarray(
+            grad.numpy() if isinstance(grad, Tensor) else grad, dtype=dtype
+        )
+        if _shape(seed) != shape:
+            raise ValueError(
+                f"backward(): grad has shape {_shape(seed)} but the output has shape {shape} (at {user_line()})"
+            )
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        if not isinstance(seed, Tensor):
+            seed = _leaf(seed, False)
+        previous = _grad_mode.enabled
+        _grad_mode.enabled = True
+        try:
+            leaves = reverse_sweep([tensor], [seed], 0, graph_mode=True, free=not retain_graph)
+        finally:
+            _grad_mode.enabled = previous
+        for leaf, ct in leaves.items():
+            if not isinstance(ct, Tensor):
+                ct = _leaf(np.array(ct, dtype=leaf.dtype), False)
+            leaf.grad = ct if leaf.grad is None else leaf.grad + ct
+        return
+    leaves = reverse_sweep([tensor], [seed], 0, free=not retain_graph)
+    for leaf, ct in leaves.items():
+        if leaf.grad is None:
+            leaf.grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)
+        else:
+            leaf.grad = _leaf(leaf.grad.numpy() + ct, False)
+
+
+# ---------------------------------------------------------------- pytrees
+
+
+def tree_flatten(tree):
+    """Leaves of nested lists/tuples/dicts in order, and a description to rebuild it."""
+    if isinstance(tree, (list, tuple)):
+        leaves, defs = [], []
+        for item in tree:
+            sub_leaves, sub_def = tree_flatten(item)
+            leaves.extend(sub_leaves)
+            defs.append(sub_def)
+        return leaves, (type(tree), defs)
+    if isinstance(tree, dict):
+        leaves, defs = [], []
+        for key, item in tree.items():
+            sub_leaves, sub_def = tree_flatten(item)
+            leaves.extend(sub_leaves)
+            defs.append((key, sub_def))
+        return leaves, (dict, defs)
+    return [tree], None
+
+
+def tree_unflatten(treedef, leaves):
+    it = iter(leaves)
+    return _rebuild(treedef, it)
+
+
+def _rebuild(treedef, it):
+    if treedef is None:
+        return next(it)
+    kind, defs = treedef
+    if kind is dict:
+        return {key: _rebuild(sub, it) for key, sub in defs}
+    items = [_rebuild(sub, it) for sub in defs]
+    if kind is list:
+        return items
+    if kind is tuple:
+        return tuple(items)
+    return kind(*items)  # namedtuple
+
+
+# ---------------------------------------------------------------- transforms
+
+
+def _differentiable_input(x, where):
+    """The value to box for a transform input: Tensors as they are, numbers as arrays."""
+    if isinstance(x, Tensor):
+        value = x
+    elif isinstance(x, (np.ndarray, np.generic)):
+        value = x
+    else:
+        value = np.asarray(x)
+    kind = _dtype(value).kind
+    if kind != "f":
+        raise TypeError(
+            f"{where}: can only differentiate with respect to floating-point inputs, got dtype {_dtype(value)} "
+            f"(pass a float such as 1.0 instead of 1) at {user_line()}"
+        )
+    return value
+
+
+def _reverse_box(value, level):
+    return _leaf(value, True, level)
+
+
+def _unbox(x, level):
+    if isinstance(x, Tensor) and x._level == level:
+        return x._value
+    return x
+
+
+def _normalize_argnums(argnums, nargs, where):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{where}: argnums {argnums} is out of range for a function called with {nargs} arguments")
+    return single, tuple(n % nargs for n in nums)
+
+
+def _finish_ct(ct, original, like_value):
+    """A cotangent or tangent as the user receives it: same kind as the input they passed."""
+    if ct is None:
+        ct = np.zeros(_shape(like_value), _dtype(like_value))
+    if type(original) is Tensor and original._level == 0:
+        return ct if isinstance(ct, Tensor) else _leaf(np.asarray(ct), False)
+    if isinstance(ct, np.ndarray) and not ct.flags.writeable:
+        ct = ct.copy()
+    return ct
+
+
+class _Traced:
+    """Runs `f` with some arguments boxed at a fresh level (shared by the reverse transforms)."""
+
+    def __init__(self, f, args, argnums, where, kwargs=None):
+        self.level = _next_level()
+        self.where = where
+        self.args = list(args)
+        self.boxes = []  # per argnum: (treedef, [(original leaf, box)])
+        for n in argnums:
+            leaves, treedef = tree_flatten(self.args[n])
+            pairs = [(leaf, _reverse_box(_differentiable_input(leaf, where), self.level)) for leaf in leaves]
+            self.boxes.append((treedef, pairs))
+            self.args[n] = tree_unflatten(treedef, [box for _, box in pairs])
+        previous = _grad_mode.enabled
+        _grad_mode.enabled = True
+        try:
+            self.out = f(*self.args, **(kwargs or {}))
+        finally:
+            _grad_mode.enabled = previous
+
+    def pull(self, out_leaves, cotangents):
+        """Cotangents for every boxed argument, one pytree per argnum."""
+        level = self.level
+        roots, seeds = [], []
+        for o, ct in zip(out_leaves, cotangents):
+            if isinstance(o, Tensor) and o._level == level and o._requires_grad:
+                roots.append(o)
+                seeds.append(ct)
+        previous = _grad_mode.enabled
+        _grad_mode.enabled = True
+        try:
+            leaves = reverse_sweep(roots, seeds, level) if roots else {}
+        finally:
+            _grad_mode.enabled = previous
+        return tuple(
+            tree_unflatten(treedef, [_finish_ct(leaves.get(box), orig, box._value) for orig, box in pairs])
+            for treedef, pairs in self.boxes
+        )
+
+
+def value_and_grad(f, argnums=0):
+    """Returns a function computing `(f(*args), gradient of f at args)`.
+
+    >>> import numpy as np
+    >>> value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
+    (np.float64(5.0), array([2., 4.]))
+    """
+
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), "grad")
+        traced = _Traced(f, args, nums, "grad", kwargs)
+        out = traced.out
+        size = int(np.prod(_shape(out)))
+        if isinstance(out, (list, tuple, dict)) or size != 1:
+            raise TypeError(
+                f"grad: the function must return a scalar (one element), got "
+                f"{'a ' + type(out).__name__ if isinstance(out, (list, tuple, dict)) else 'shape ' + str(_shape(out))}"
+                "; use dg.jacobian or dg.vjp for other outputs"
+            )
+        seed = np.ones(_shape(out), _dtype(out))
+        grads = traced.pull([out], [seed])
+        value = _unbox(out, traced.level)
+        return value, (grads[0] if single else grads)
+
+    _name(value_and_grad_f, "value_and_grad", f)
+    return value_and_grad_f
+
+
+def grad(f, argnums=0):
+    """Returns a function computing the gradient of scalar-valued `f`.
+
+    Results are NumPy arrays for array inputs and Tensors for Tensor inputs, so
+    transforms nest:
+
+    >>> import numpy as np
+    >>> grad(lambda x: x ** 3)(2.0)
+    np.float64(12.0)
+    >>> grad(grad(lambda x: x ** 3))(2.0)
+    np.float64(12.0)
+    """
+    vg = value_and_grad(f, argnums)
+
+    def grad_f(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    _name(grad_f, "grad", f)
+    return grad_f
+
+
+def vjp(f, *primals):
+    """Returns `(f(*primals), f_vjp)`; `f_vjp(cotangent)` gives one cotangent per primal.
+
+    >>> import numpy as np
+    >>> out, f_vjp = vjp(lambda x: x * 2, np.array([1.0, 2.0]))
+    >>> f_vjp(np.array([1.0, 10.0]))
+    (array([ 2., 20.]),)
+    """
+    traced = _Traced(f, primals, tuple(range(len(primals))), "vjp")
+    out_leaves, out_def = tree_flatten(traced.out)
+    level = traced.level
+
+    def f_vjp(cotangent):
+        ct_leaves, ct_def = tree_flatten(cotangent)
+        if len(ct_leaves) != len(out_leaves):
+            raise ValueError(f"vjp: cotangent has {len(ct_leaves)} parts, the output has {len(out_leaves)}")
+        seeds = []
+        for o, ct in zip(out_leaves, ct_leaves):
+            if not isinstance(ct, Tensor):
+                ct = np.asarray(ct, dtype=_dtype(o))
+            if _shape(ct) != _shape(o):
+                raise ValueError(
+                    f"vjp: cotangent has shape {_shape(ct)} but the output has shape {_shape(o)} (at {user_line()})"
+                )
+            seeds.append(ct)
+        return traced.pull(out_leaves, seeds)
+
+    return tree_unflatten(out_def, [_unbox(o, level) for o in out_leaves]), f_vjp
+
+
+def jvp(f, primals, tangents):
+    """Forward mode: returns `(f(*primals), J @ tangents)` from the ops' jvp rules.
+
+    >>> import numpy as np
+    >>> jvp(lambda x: x ** 2, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
+    (array([1., 9.]), array([2., 6.]))
+    """
+    if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument of f)")
+    p_leaves, p_def = tree_flatten(tuple(primals))
+    t_leaves, t_def = tree_flatten(tuple(tangents))
+    if len(p_leaves) != len(t_leaves):
+        raise ValueError(f"jvp: {len(p_leaves)} primal arrays but {len(t_leaves)} tangents")
+    level = _next_level()
+    duals = []
+    for p, t in zip(p_leaves, t_leaves):
+        value = _differentiable_input(p, "jvp")
+        if not isinstance(t, Tensor):
+            t = np.asarray(t, dtype=_dtype(value))
+        if _shape(t) != _shape(value):
+            raise ValueError(f"jvp: tangent shape {_shape(t)} does not match primal shape {_shape(value)}")
+        duals.append(make_dual(value, t, level))
+    out = f(*tree_unflatten(p_def, duals))
+    out_leaves, out_def = tree_flatten(out)
+    primal_out, tangent_out = [], []
+    tensor_inputs = any(type(p) is Tensor and p._level == 0 for p in p_leaves)
+    for o in out_leaves:
+        if type(o) is Dual and o._level == level:
+            primal_out.append(o._value)
+            tangent_out.append(o._tangent)
+        else:
+            primal_out.append(o)
+            zero = np.zeros(_shape(o), _dtype(o))
+            tangent_out.append(_leaf(zero, False) if tensor_inputs else zero)
+    return tree_unflatten(out_def, primal_out), tree_unflatten(out_def, tangent_out)
+
+
+def _stack(parts, axis=0):
+    if not _any_tensor(parts):
+        return np.stack(parts, axis=axis)
+    from ..ops.shape import stack
+
+    return stack(parts, axis=axis)
+
+
+def _any_tensor(xs):
+    return any(isinstance(x, Tensor) for x in xs)
+
+
+def _reshape(x, shape):
+    return REGISTRY["reshape"].function(x, shape)
+
+
+def _array_arg(x, where):
+    if isinstance(x, (list, tuple, dict)):
+        raise TypeError(f"{where}: differentiated arguments must be arrays or Tensors, got {type(x).__name__}")
+    return _differentiable_input(x, where)
+
+
+def jacobian(f, argnums=0):
+    """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element.
+
+    >>> import numpy as np
+    >>> jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    def jacobian_f(*args):
+        single, nums = _normalize_argnums(argnums, len(args), "jacobian")
+        for n in nums:
+            _array_arg(args[n], "jacobian")
+        traced = _Traced(f, args, nums, "jacobian")
+        out = traced.out
+        out_shape = _shape(out)
+        size = int(np.prod(out_shape))
+        rows = []
+        for k in range(size):
+            seed = np.zeros(size, _dtype(out))
+            seed[k] = 1
+            rows.append(traced.pull([out], [seed.reshape(out_shape)]))
+        results = []
+        for j, n in enumerate(nums):
+            in_shape = _shape(args[n])
+            if size == 0:
+                results.append(np.zeros(out_shape + in_shape, _dtype(out)))
+                continue
+            stacked = _stack([row[j] for row in rows])
+            results.append(_reshape(stacked, out_shape + in_shape))
+        return results[0] if single else tuple(results)
+
+    _name(jacobian_f, "jacobian", f)
+    return jacobian_f
+
+
+def jacfwd(f, argnums=0):
+    """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element.
+
+    >>> import numpy as np
+    >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    def jacfwd_f(*args):
+        single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
+        results = []
+        for n in nums:
+            x = _array_arg(args[n], "jacfwd")
+            in_shape = _shape(x)
+            size = int(np.prod(in_shape))
+
+            def f_of_arg(arg, n=n):
+                merged = list(args)
+                merged[n] = arg
+                return f(*merged)
+
+            columns = []
+            out_shape = None
+            for k in range(size):
+                basis = np.zeros(size, _dtype(x))
+                basis[k] = 1
+                out, tangent = jvp(f_of_arg, (x,), (basis.reshape(in_shape),))
+                out_shape = _shape(out)
+                columns.append(tangent)
+            if size == 0:
+                out = f(*args)
+                results.append(np.zeros(_shape(out) + in_shape, _dtype(out)))
+                continue
+            stacked = _stack(columns, axis=-1)
+            results.append(_reshape(stacked, out_shape + in_shape))
+        return results[0] if single else tuple(results)
+
+    _name(jacfwd_f, "jacfwd", f)
+    return jacfwd_f
+
+
+def hessian(f, argnums=0):
+    """Hessian of scalar `f`, forward-over-reverse (`jacfwd(grad(f))`), as in JAX.
+
+    >>> import numpy as np
+    >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    h = jacfwd(grad(f, argnums), argnums)
+    _name(h, "hessian", f)
+    return h
+
+
+def _name(wrapper, transform, f):
+    wrapper.__name__ = f"{transform}({getattr(f, '__name__', 'f')})"
+    wrapper.__qualname__ = wrapper.__name__
+    wrapper.__doc__ = f"{transform} of {getattr(f, '__name__', 'f')}"

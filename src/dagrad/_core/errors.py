@@ -1,0 +1,43 @@
+"""Errors that point at the user's line of code."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame():
+    """The innermost frame outside the dagrad package (the user's code), or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+def user_line() -> str:
+    """'file.py:12' for the user's line that led here."""
+    frame = user_frame()
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _describe(value) -> str:
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None:
+        return type(value).__name__
+    return f"{tuple(shape)} {dtype}"
+
+
+def op_error(op_name: str, values, err: Exception) -> Exception:
+    """Rewraps an exception raised inside an op's forward with the op, shapes and user line."""
+    inputs = ", ".join(_describe(v) for v in values)
+    message = f"{op_name}: {err} (inputs: {inputs}) at {user_line()}"
+    kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+    try:
+        return kind(message)
+    except Exception:  # an exception type with a different constructor
+        return ValueError(message)

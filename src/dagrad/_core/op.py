@@ -1,0 +1,237 @@
+"""Op declaration and dispatch.
+
+Each primitive is declared once with `defop`: its NumPy forward, its shape rule, its vjp
+and its jvp. The rules are written with dagrad's own functions, which are polymorphic:
+on plain arrays they return plain arrays (so a first-order backward runs the rules on
+raw NumPy values and allocates no Tensors), on Tensors they record the graph (so the
+same rules serve `create_graph`, nested transforms and every higher order).
+
+vjp and jvp are either a tuple with one rule per input, `rule(g, out, *inputs, **attrs)`
+returning that input's contribution (None for a non-differentiable input), or one joint
+rule: for vjp `rule(g, out, *inputs, **attrs)` returning a tuple of cotangents, for jvp
+`rule(tangents, out, *inputs, **attrs)` with None for inputs without a tangent. The
+engine reduces a broadcast cotangent back to its input's shape (vjp) and broadcasts a
+tangent up to the output's shape (jvp), so no rule does that itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .errors import op_error
+from .tensor import Dual, Tensor, _grad_mode, _new
+
+REGISTRY: dict[str, Op] = {}
+
+next_seq = itertools.count(1).__next__
+
+
+class Op:
+    """A primitive operation: plain data describing how to compute and differentiate it."""
+
+    __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function")
+
+    def __init__(self, name, forward, vjp, jvp, shape, differentiable):
+        self.name = name
+        self.forward = forward
+        self.vjp = vjp
+        self.jvp = jvp
+        self.shape = shape
+        self.differentiable = differentiable
+        self.function = None
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+
+def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None):
+    """Declares a primitive op and returns it; `op.function` is its user-facing function.
+
+    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as described in the
+    module docstring; an op with neither is non-differentiable (its output never requires
+    grad, e.g. comparisons). `nargs` (1 or 2) selects a fast calling convention for
+    elementwise ops without attributes.
+    """
+    if name in REGISTRY:
+        raise ValueError(f"op {name!r} is declared twice")
+    if (vjp is None) != (jvp is None):
+        raise ValueError(f"op {name!r}: declare both vjp and jvp, or neither")
+    op = Op(name, forward, vjp, jvp, shape, vjp is not None)
+    if nargs == 1:
+        op.function = _unary_function(op)
+    elif nargs == 2:
+        op.function = _binary_function(op)
+    else:
+        op.function = _general_function(op)
+    op.function.__name__ = name
+    op.function.__qualname__ = name
+    op.function.op = op
+    REGISTRY[name] = op
+    return op
+
+
+def _call_forward(op, values, attrs):
+    try:
+        if attrs is None:
+            return op.forward(*values)
+        return op.forward(*values, **attrs)
+    except Exception as err:
+        raise op_error(op.name, values, err) from err
+
+
+def _eager(op, out, inputs, attrs, record):
+    """The level-0 result of an op: a Tensor that records its inputs when `record`."""
+    t = _new(Tensor)
+    t._value = out
+    t.grad = None
+    t._level = 0
+    if record and _grad_mode.enabled:
+        t.op = op
+        t.inputs = inputs
+        t.attrs = attrs
+        t._requires_grad = True
+        t._seq = next_seq()
+    else:
+        t.op = t.inputs = t.attrs = None
+        t._requires_grad = False
+        t._seq = 0
+    return t
+
+
+def apply(op, args, attrs=None):
+    """Runs `op` on `args` (a tuple), dispatching on the highest transform level present."""
+    top = None
+    for a in args:
+        if isinstance(a, Tensor) and (top is None or a._level > top._level):
+            top = a
+    if top is None:
+        return _call_forward(op, args, attrs)
+    level = top._level
+    if type(top) is Dual:
+        return _apply_forward_mode(op, args, attrs, level)
+    values = tuple(a._value if isinstance(a, Tensor) and a._level == level else a for a in args)
+    record = op.differentiable and any(
+        isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args
+    )
+    if level == 0:
+        return _eager(op, _call_forward(op, values, attrs), args, attrs, record)
+    out = apply(op, values, attrs)
+    box = _new(Tensor)
+    box._value = out
+    box.grad = None
+    box._level = level
+    if record and _grad_mode.enabled:
+        box.op, box.inputs, box.attrs = op, args, attrs
+        box._requires_grad = True
+        box._seq = next_seq()
+    else:
+        box.op = box.inputs = box.attrs = None
+        box._requires_grad = False
+        box._seq = 0
+    return box
+
+
+def make_dual(primal, tangent, level):
+    d = _new(Dual)
+    d._value = primal
+    d._tangent = tangent
+    d.op = d.inputs = d.attrs = d.grad = None
+    d._requires_grad = False
+    d._level = level
+    d._seq = 0
+    return d
+
+
+def _apply_forward_mode(op, args, attrs, level):
+    primals = []
+    tangents = []
+    for a in args:
+        if type(a) is Dual and a._level == level:
+            primals.append(a._value)
+            tangents.append(a._tangent)
+        else:
+            primals.append(a)
+            tangents.append(None)
+    out = apply(op, tuple(primals), attrs)
+    if not op.differentiable:
+        return out
+    kw = attrs or {}
+    rules = op.jvp
+    if type(rules) is tuple:
+        tangent = None
+        for rule, t in zip(rules, tangents):
+            if t is None or rule is None:
+                continue
+            part = rule(t, out, *primals, **kw)
+            tangent = part if tangent is None else tangent + part
+    else:
+        tangent = rules(tangents, out, *primals, **kw)
+    if tangent is None:
+        return out
+    out_shape = np.shape(out)
+    if np.shape(tangent) != out_shape:
+        tangent = REGISTRY["broadcast_to"].function(tangent, out_shape)
+    return make_dual(out, tangent, level)
+
+
+def _general_function(op):
+    def function(*args, **attrs):
+        return apply(op, args, attrs or None)
+
+    return function
+
+
+def _unary_function(op):
+    forward = op.forward
+    differentiable = op.differentiable
+
+    def function(x):
+        if type(x) is Tensor and x._level == 0:
+            try:
+                out = forward(x._value)
+            except Exception as err:
+                raise op_error(op.name, (x._value,), err) from err
+            return _eager(op, out, (x,), None, differentiable and x._requires_grad)
+        if not isinstance(x, Tensor):
+            try:
+                return forward(x)
+            except Exception as err:
+                raise op_error(op.name, (x,), err) from err
+        return apply(op, (x,))
+
+    return function
+
+
+def _binary_function(op):
+    forward = op.forward
+    differentiable = op.differentiable
+
+    def function(a, b):
+        ta = type(a) is Tensor
+        tb = type(b) is Tensor
+        # fast path: eager Tensors and plain values only (no transform boxes)
+        if ta and a._level == 0:
+            eager = b._level == 0 if tb else not isinstance(b, Tensor)
+        elif tb and b._level == 0:
+            eager = not isinstance(a, Tensor)
+        else:
+            eager = False
+        if eager:
+            va = a._value if ta else a
+            vb = b._value if tb else b
+            try:
+                out = forward(va, vb)
+            except Exception as err:
+                raise op_error(op.name, (va, vb), err) from err
+            record = differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad))
+            return _eager(op, out, (a, b), None, record)
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            try:
+                return forward(a, b)
+            except Exception as err:
+                raise op_error(op.name, (a, b), err) from err
+        return apply(op, (a, b))
+
+    return function

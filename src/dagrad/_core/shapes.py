@@ -1,0 +1,50 @@
+"""Shape arithmetic shared by the ops' shape rules (None stands for an unknown size)."""
+
+from __future__ import annotations
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """NumPy broadcasting of shapes whose entries may be None (unknown)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            j = i - (ndim - len(s))
+            if j < 0:
+                continue
+            n = s[j]
+            if n == 1:
+                continue
+            if size == 1:
+                size = n
+            elif n is None:
+                continue
+            elif size is None:
+                size = n
+            elif n != size:
+                raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+        result.append(size)
+    return tuple(result)
+
+
+def normalize_axis(axis, ndim, op_name="op") -> tuple | None:
+    """`axis` (None, int or tuple) as a sorted tuple of non-negative axes, or None for all."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{op_name}: axis {a} is out of bounds for an array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op_name}: repeated axis in {axis}")
+    return tuple(sorted(out))
+
+
+def reduced_shape(shape, axis, keepdims) -> tuple:
+    axes = range(len(shape)) if axis is None else axis
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)

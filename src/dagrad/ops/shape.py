@@ -1,0 +1,286 @@
+"""Shape ops, indexing and joining."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.op import apply, defop
+from .._core.shapes import broadcast_shapes, normalize_axis
+
+
+def _shape(x):
+    try:
+        return x.shape
+    except AttributeError:
+        return np.shape(x)
+
+
+def _ndim(x):
+    return len(_shape(x))
+
+
+def _dtype(x):
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+# -- reshape
+def _reshape_shape(shape, new_shape):
+    known = [n for n in new_shape if n != -1]
+    if -1 not in new_shape:
+        return tuple(new_shape)
+    if None in shape or None in known:
+        return tuple(None if n == -1 else n for n in new_shape)
+    total = int(np.prod(shape))
+    rest = int(np.prod(known))
+    return tuple(total // rest if n == -1 else n for n in new_shape)
+
+
+_reshape = defop(
+    "reshape",
+    lambda x, shape: np.reshape(x, shape),
+    vjp=(lambda g, out, x, shape: reshape(g, _shape(x)),),
+    jvp=(lambda t, out, x, shape: reshape(t, shape),),
+    shape=_reshape_shape,
+)
+
+
+def reshape(x, shape, *more):
+    """`x` with a new shape (one entry may be -1), as `np.reshape`."""
+    if more:
+        shape = (shape, *more)
+    elif isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(int(n) for n in shape)
+    in_shape = _shape(x)
+    if None not in in_shape:
+        shape = _reshape_shape(in_shape, shape)
+        if int(np.prod(shape)) != int(np.prod(in_shape)):
+            from .._core.errors import user_line
+
+            raise ValueError(f"reshape: cannot reshape shape {tuple(in_shape)} into shape {shape} at {user_line()}")
+    return apply(_reshape, (x,), {"shape": shape})
+
+
+# -- transpose
+def _transpose_shape(shape, axes):
+    return tuple(shape[a] for a in axes)
+
+
+_transpose = defop(
+    "transpose",
+    lambda x, axes: np.transpose(x, axes),
+    vjp=(lambda g, out, x, axes: transpose(g, tuple(np.argsort(axes))),),
+    jvp=(lambda t, out, x, axes: transpose(t, axes),),
+    shape=_transpose_shape,
+)
+
+
+def transpose(x, axes=None):
+    """Permutes the axes (reverses them by default), as `np.transpose`."""
+    ndim = _ndim(x)
+    if axes is None:
+        axes = tuple(range(ndim))[::-1]
+    else:
+        axes = tuple(int(a) % ndim if ndim else int(a) for a in axes)
+        if sorted(axes) != list(range(ndim)):
+            raise ValueError(f"transpose: axes {axes} are not a permutation of {ndim} dimensions")
+    return apply(_transpose, (x,), {"axes": axes})
+
+
+def swapaxes(x, axis1, axis2):
+    """`x` with two axes exchanged, as `np.swapaxes`."""
+    ndim = _ndim(x)
+    axes = list(range(ndim))
+    a, b = normalize_axis(axis1, ndim, "swapaxes")[0], normalize_axis(axis2, ndim, "swapaxes")[0]
+    axes[a], axes[b] = axes[b], axes[a]
+    return transpose(x, axes)
+
+
+# -- broadcasting and size-1 axes
+_broadcast_to = defop(
+    "broadcast_to",
+    lambda x, shape: np.broadcast_to(x, shape),
+    vjp=(lambda g, out, x, shape: g,),  # the engine sums g back down to x's shape
+    jvp=(lambda t, out, x, shape: broadcast_to(t, shape),),
+    shape=lambda shape, target: broadcast_shapes(shape, target) and tuple(target),
+)
+
+
+def broadcast_to(x, shape):
+    """`x` broadcast to `shape`, as `np.broadcast_to`."""
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return apply(_broadcast_to, (x,), {"shape": shape})
+
+
+def _expand_dims_shape(shape, axis):
+    out = list(shape)
+    for a in axis:
+        out.insert(a, 1)
+    return tuple(out)
+
+
+_expand_dims = defop(
+    "expand_dims",
+    lambda x, axis: np.expand_dims(x, axis),
+    vjp=(lambda g, out, x, axis: reshape(g, _shape(x)),),
+    jvp=(lambda t, out, x, axis: expand_dims(t, axis),),
+    shape=_expand_dims_shape,
+)
+
+
+def expand_dims(x, axis):
+    """`x` with new size-1 axes at `axis` (int or tuple), as `np.expand_dims`."""
+    axes = normalize_axis(axis, _ndim(x) + (1 if isinstance(axis, int) else len(axis)), "expand_dims")
+    return apply(_expand_dims, (x,), {"axis": axes})
+
+
+def _squeeze_shape(shape, axis):
+    return tuple(n for i, n in enumerate(shape) if i not in axis)
+
+
+_squeeze = defop(
+    "squeeze",
+    lambda x, axis: np.squeeze(x, axis),
+    vjp=(lambda g, out, x, axis: reshape(g, _shape(x)),),
+    jvp=(lambda t, out, x, axis: squeeze(t, axis),),
+    shape=_squeeze_shape,
+)
+
+
+def squeeze(x, axis=None):
+    """`x` without size-1 axes (all of them, or those in `axis`), as `np.squeeze`."""
+    shape = _shape(x)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        axes = normalize_axis(axis, len(shape), "squeeze")
+        for a in axes:
+            if shape[a] != 1:
+                raise ValueError(f"squeeze: cannot select axis {a} of shape {tuple(shape)}: its size is not 1")
+    return apply(_squeeze, (x,), {"axis": axes})
+
+
+# -- indexing
+def _index_value(part):
+    from .._core.tensor import Tensor
+
+    if isinstance(part, Tensor):
+        return part.numpy()
+    if isinstance(part, list):
+        return np.asarray(part)
+    return part
+
+
+def normalize_index(index):
+    """An index with Tensors and lists turned into arrays (indices are never differentiated)."""
+    if isinstance(index, tuple):
+        return tuple(_index_value(p) for p in index)
+    return _index_value(index)
+
+
+def _is_basic(index):
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer)) for p in parts)
+
+
+def _index_shape(shape, index):
+    return np.broadcast_to(np.empty((), np.int8), shape)[index].shape
+
+
+def _index_add_forward(g, index, shape):
+    out = np.zeros(shape, _dtype(g))
+    if _is_basic(index):
+        out[index] = g  # basic indices select each element at most once
+    else:
+        np.add.at(out, index, g)  # repeated integer indices add up
+    return out
+
+
+_getitem = defop(
+    "getitem",
+    lambda x, index: np.asarray(x)[index] if not hasattr(x, "__getitem__") else x[index],
+    vjp=(lambda g, out, x, index: index_add(g, index, _shape(x)),),
+    jvp=(lambda t, out, x, index: getitem(t, index),),
+    shape=_index_shape,
+)
+
+_index_add = defop(
+    "index_add",
+    _index_add_forward,
+    vjp=(lambda g, out, v, index, shape: getitem(g, index),),
+    jvp=(lambda t, out, v, index, shape: index_add(t, index, shape),),
+    shape=lambda v_shape, index, shape: tuple(shape),
+)
+
+
+def getitem(x, index):
+    """`x[index]`: basic slices, integer arrays and boolean masks, as NumPy indexes."""
+    return apply(_getitem, (x,), {"index": normalize_index(index)})
+
+
+def index_add(values, index, shape):
+    """Zeros of `shape` with `values` added at `index` (the adjoint of `getitem`)."""
+    return apply(_index_add, (values,), {"index": normalize_index(index), "shape": tuple(shape)})
+
+
+# -- joining
+def _concatenate_vjp(g, out, *xs, axis):
+    cotangents = []
+    start = 0
+    for x in xs:
+        stop = start + _shape(x)[axis]
+        cotangents.append(getitem(g, (slice(None),) * axis + (slice(start, stop),)))
+        start = stop
+    return cotangents
+
+
+def _concatenate_jvp(tangents, out, *xs, axis):
+    parts = [np.zeros(_shape(x), _dtype(out)) if t is None else t for t, x in zip(tangents, xs)]
+    return concatenate(parts, axis=axis)
+
+
+def _concatenate_shape(*shapes, axis):
+    first = list(shapes[0])
+    sizes = [s[axis] for s in shapes]
+    first[axis] = None if None in sizes else int(np.sum(sizes))
+    return tuple(first)
+
+
+_concatenate = defop(
+    "concatenate",
+    lambda *xs, axis: np.concatenate(xs, axis=axis),
+    vjp=_concatenate_vjp,
+    jvp=_concatenate_jvp,
+    shape=_concatenate_shape,
+)
+
+
+def concatenate(arrays, axis=0):
+    """Joins arrays along an existing axis, as `np.concatenate`."""
+    arrays = tuple(arrays)
+    if not arrays:
+        raise ValueError("concatenate: need at least one array")
+    axis = normalize_axis(axis, _ndim(arrays[0]), "concatenate")[0]
+    return apply(_concatenate, arrays, {"axis": axis})
+
+
+def stack(arrays, axis=0):
+    """Joins arrays along a new axis, as `np.stack`."""
+    arrays = tuple(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array")
+    shapes = {tuple(_shape(a)) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all arrays must have the same shape, got {sorted(shapes)}")
+    axis = normalize_axis(axis, _ndim(arrays[0]) + 1, "stack")[0]
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+_reshape.function = reshape
+_transpose.function = transpose
+_broadcast_to.function = broadcast_to
+_expand_dims.function = expand_dims
+_squeeze.function = squeeze
+_getitem.function = getitem
+_index_add.function = index_add
+_concatenate.function = concatenate
