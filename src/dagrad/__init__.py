@@ -15,7 +15,7 @@ from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import gradcheck
 from .ops import (
-    abs, add, astype, broadcast_to, concatenate, cos, divide, equal, exp, expand_dims, getitem,
+    abs, add, astype, broadcast_to, concatenate, cos, divide, equal, exp, expand_dims, getitem, index_add,
     greater, greater_equal, less, less_equal, log, matmul, max, maximum, mean, min, minimum,
     multiply, negative, not_equal, positive, power, relu, reshape, sigmoid, sign, sin, sqrt,
     squeeze, stack, subtract, sum, swapaxes, tanh, transpose, where,
@@ -27,7 +27,7 @@ __all__ = [
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled", "Op", "defop", "REGISTRY",
     "grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "gradcheck",
     "abs", "add", "astype", "broadcast_to", "concatenate", "cos", "divide", "equal", "exp",
-    "expand_dims", "getitem", "greater", "greater_equal", "less", "less_equal", "log", "matmul",
+    "expand_dims", "getitem", "index_add", "greater", "greater_equal", "less", "less_equal", "log", "matmul",
     "max", "maximum", "mean", "min", "minimum", "multiply", "negative", "not_equal", "positive",
     "power", "relu", "reshape", "sigmoid", "sign", "sin", "sqrt", "squeeze", "stack", "subtract",
     "sum", "swapaxes", "tanh", "transpose", "where",

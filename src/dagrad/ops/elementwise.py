@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.op import defop
+from .._core.op import apply, defop
 from .._core.shapes import broadcast_shapes
 
 
@@ -40,6 +40,8 @@ def _power_rule_base(g, out, x, y):
 
 def _power_rule_exponent(g, out, x, y):
     # d/dy x**y = x**y * log(x); PyTorch's convention: zero where x == 0
+    if _is_number(x):  # a Python number stays weakly typed, so float32 stays float32
+        return g * 0 if x == 0 else g * (out * float(np.log(x)))
     return g * where(x == 0, 0, out * log(where(x == 0, 1, x)))
 
 
@@ -136,7 +138,7 @@ def astype(x, dtype):
 
         if isinstance(x, Tensor):
             x = x.detach()
-    return _astype.function(x, dtype=dtype)
+    return apply(_astype, (x,), {"dtype": dtype})
 
 
 _astype.function = astype

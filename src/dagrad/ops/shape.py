@@ -24,13 +24,14 @@ def _dtype(x):
 
 
 # -- reshape
-def _reshape_shape(shape, new_shape):
+def _reshape_shape(in_shape, shape):
+    new_shape = shape
     known = [n for n in new_shape if n != -1]
     if -1 not in new_shape:
         return tuple(new_shape)
-    if None in shape or None in known:
+    if None in in_shape or None in known:
         return tuple(None if n == -1 else n for n in new_shape)
-    total = int(np.prod(shape))
+    total = int(np.prod(in_shape))
     rest = int(np.prod(known))
     return tuple(total // rest if n == -1 else n for n in new_shape)
 
@@ -102,7 +103,7 @@ _broadcast_to = defop(
     lambda x, shape: np.broadcast_to(x, shape),
     vjp=(lambda g, out, x, shape: g,),  # the engine sums g back down to x's shape
     jvp=(lambda t, out, x, shape: broadcast_to(t, shape),),
-    shape=lambda shape, target: broadcast_shapes(shape, target) and tuple(target),
+    shape=lambda x_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
 )
 
 

@@ -1,0 +1,212 @@
+"""Functional transforms: results, argnums, pytrees, nesting to any order, result types."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dagrad as dg
+
+A = np.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.1]])
+X0 = np.array([0.2, -0.4, 0.9])
+
+
+def f(x):
+    return dg.sum(dg.tanh(A @ x) ** 2)
+
+
+def f_numpy(x):
+    return np.sum(np.tanh(A @ x) ** 2)
+
+
+def grad_numpy(x):
+    t = np.tanh(A @ x)
+    return A.T @ (2 * t * (1 - t**2))
+
+
+def hessian_numpy(x):
+    t = np.tanh(A @ x)
+    d = 2 * (1 - t**2) ** 2 - 4 * t**2 * (1 - t**2)
+    return A.T @ np.diag(d) @ A
+
+
+def test_grad_and_value_and_grad():
+    np.testing.assert_allclose(dg.grad(f)(X0), grad_numpy(X0))
+    value, g = dg.value_and_grad(f)(X0)
+    np.testing.assert_allclose(value, f_numpy(X0))
+    np.testing.assert_allclose(g, grad_numpy(X0))
+
+
+def test_results_are_arrays_for_arrays_and_tensors_for_tensors():
+    assert type(dg.grad(f)(X0)) is np.ndarray
+    g = dg.grad(f)(dg.tensor(X0))
+    assert isinstance(g, dg.Tensor)
+    np.testing.assert_allclose(g.numpy(), grad_numpy(X0))
+    assert isinstance(dg.grad(lambda x: x * 2.0)(1.0), (float, np.floating, np.ndarray))
+
+
+def test_argnums_tuple():
+    def h(x, y, z):
+        return dg.sum(x * y) + dg.sum(z)
+
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    gx, gz = dg.grad(h, argnums=(0, 2))(x, y, 5.0)
+    np.testing.assert_allclose(gx, y)
+    assert float(gz) == 1.0
+    np.testing.assert_allclose(dg.grad(h, argnums=-2)(x, y, 5.0), x)
+
+
+def test_pytree_arguments():
+    params = {"w": np.array([1.0, 2.0]), "b": [np.array(0.5), (np.array([3.0]),)]}
+
+    def loss(p, x):
+        return dg.sum(p["w"] * x) + p["b"][0] * dg.sum(p["b"][1][0])
+
+    g = dg.grad(loss)(params, np.array([10.0, 20.0]))
+    assert set(g) == {"w", "b"} and isinstance(g["b"], list) and isinstance(g["b"][1], tuple)
+    np.testing.assert_allclose(g["w"], [10.0, 20.0])
+    np.testing.assert_allclose(g["b"][0], 3.0)
+    np.testing.assert_allclose(g["b"][1][0], [0.5])
+
+
+def test_gradient_of_unused_argument_is_zero():
+    g = dg.grad(lambda x, y: dg.sum(x * 2.0), argnums=(0, 1))(np.ones(2), np.ones(3))
+    np.testing.assert_array_equal(g[1], np.zeros(3))
+
+
+def test_vjp_and_jvp():
+    out, f_vjp = dg.vjp(lambda x: A @ dg.sin(x), X0)
+    np.testing.assert_allclose(out, A @ np.sin(X0))
+    u = np.array([1.0, -2.0])
+    (ct,) = f_vjp(u)
+    np.testing.assert_allclose(ct, np.cos(X0) * (A.T @ u))
+    (ct2,) = f_vjp(2 * u)  # the pullback can be called again
+    np.testing.assert_allclose(ct2, 2 * ct)
+    v = np.array([0.5, 1.0, -1.0])
+    out, tangent = dg.jvp(lambda x: A @ dg.sin(x), (X0,), (v,))
+    np.testing.assert_allclose(tangent, A @ (np.cos(X0) * v))
+
+
+def test_jvp_is_true_forward_mode():
+    # forward mode never records a reverse graph: no Tensor requires grad along the way
+    seen = []
+
+    def probe(x):
+        y = dg.sin(x) * 2.0
+        seen.append(y)
+        return y
+
+    dg.jvp(probe, (X0,), (np.ones(3),))
+    assert type(seen[0]).__name__ == "Dual" and not seen[0].requires_grad
+
+
+def test_jacobian_and_jacfwd_agree():
+    def g(x):
+        return A @ dg.sin(x) * x[0]
+
+    jr, jf = dg.jacobian(g)(X0), dg.jacfwd(g)(X0)
+    assert jr.shape == (2, 3) and jf.shape == (2, 3)
+    np.testing.assert_allclose(jr, jf)
+    numeric = np.stack([(np.asarray(g(X0 + e)) - np.asarray(g(X0 - e))) / 2e-6 for e in np.eye(3) * 1e-6], axis=1)
+    np.testing.assert_allclose(jr, numeric, rtol=1e-6)
+
+
+def test_jacobian_shapes_for_matrix_input_and_output():
+    M = np.arange(6.0).reshape(2, 3)
+    j = dg.jacobian(lambda m: m * 2.0)(M)
+    assert j.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(j.reshape(6, 6), 2 * np.eye(6))
+    np.testing.assert_allclose(dg.jacfwd(lambda m: m * 2.0)(M), j)
+
+
+def test_hessian():
+    np.testing.assert_allclose(dg.hessian(f)(X0), hessian_numpy(X0), rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        lambda f: dg.jacobian(dg.grad(f)),
+        lambda f: dg.jacfwd(dg.grad(f)),
+        lambda f: dg.jacfwd(dg.jacfwd(f)),
+        lambda f: dg.jacobian(dg.jacobian(f)),
+        lambda f: dg.jacobian(dg.jacfwd(f)),
+    ],
+    ids=["rev-over-rev", "fwd-over-rev", "fwd-over-fwd", "jac-over-jac", "rev-over-fwd"],
+)
+def test_every_composition_gives_the_hessian(second):
+    np.testing.assert_allclose(second(f)(X0), hessian_numpy(X0), rtol=1e-10)
+
+
+def test_higher_order_scalar_derivatives():
+    d = lambda g: dg.grad(g)  # noqa: E731
+    sin3 = d(d(d(dg.sin)))
+    np.testing.assert_allclose(sin3(0.3), -np.cos(0.3))
+    np.testing.assert_allclose(d(d(d(d(lambda x: x**5))))(2.0), 120 * 2.0)
+
+
+def test_grad_of_jvp_reverse_over_forward():
+    def directional(x):
+        return dg.jvp(f, (x,), (np.ones(3),))[1]
+
+    np.testing.assert_allclose(dg.grad(directional)(X0), hessian_numpy(X0) @ np.ones(3), rtol=1e-10)
+
+
+def test_no_perturbation_confusion():
+    # d/dx [x * d/dy (x * y)] = d/dx x^2 = 2x  (a naive tape returns 2x + x)
+    assert float(dg.grad(lambda x: x * dg.grad(lambda y: x * y)(3.0))(2.0)) == pytest.approx(4.0)
+    # the same with the inner function differentiating at x itself
+    assert float(dg.grad(lambda x: dg.grad(lambda y: x * y)(x))(2.0)) == pytest.approx(1.0)
+    # forward mode nested in forward mode
+    inner = lambda x: dg.jvp(lambda y: x * y, (3.0,), (1.0,))[1]  # noqa: E731
+    assert float(dg.jvp(inner, (2.0,), (1.0,))[1]) == pytest.approx(1.0)
+
+
+def test_transform_of_eager_tensor_composes_with_backward():
+    x = dg.tensor(X0, requires_grad=True)
+    g = dg.grad(f)(x)
+    assert g.requires_grad
+    (g * np.array([1.0, 0.0, 0.0])).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), hessian_numpy(X0)[0], rtol=1e-10)
+
+
+def test_closure_over_eager_tensor_requiring_grad():
+    w = dg.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    g = dg.grad(lambda x: dg.sum(w * x * x))(X0)  # 2 w x, differentiable in w
+    g.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 2 * X0)
+
+
+def test_transforms_work_under_no_grad():
+    with dg.no_grad():
+        np.testing.assert_allclose(dg.grad(f)(X0), grad_numpy(X0))
+
+
+def test_grad_of_non_scalar_is_an_error():
+    with pytest.raises(TypeError, match="scalar"):
+        dg.grad(lambda x: x * 2.0)(np.ones(3))
+
+
+def test_grad_with_integer_input_is_an_error():
+    with pytest.raises(TypeError, match="floating-point"):
+        dg.grad(lambda x: x * 2.0)(3)
+
+
+def test_vjp_cotangent_of_wrong_shape_is_an_error():
+    _, f_vjp = dg.vjp(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(ValueError, match="shape"):
+        f_vjp(np.ones(2))
+
+
+def test_gradcheck_passes_and_reports_the_worst_entry():
+    assert dg.gradcheck(f, X0, order=2)
+
+    def wrong(x):  # treats one factor as a constant: the analytic gradient is half the truth
+        return dg.sum(x * dg.tensor(x).detach())
+
+    with pytest.raises(AssertionError, match=r"d out\[0\] / d arg0\[2\]"):
+        dg.gradcheck(wrong, X0)
+
+
+def test_gradcheck_of_several_arguments_in_one_mode():
+    assert dg.gradcheck(lambda a, b: a @ b, np.ones((2, 3)), np.ones((3, 2)) * 0.5, modes=("fwd",))
