@@ -64,7 +64,8 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
     Returns {leaf: cotangent} for the requires-grad leaves reached, in the order reached.
     In graph mode the rules run on the Tensors themselves (recording the backward pass);
     otherwise on the values one level down (raw arrays for eager tensors). `free` drops
-    each visited node's inputs afterwards, releasing the values it kept alive.
+    each visited node's inputs as it goes, releasing the values they kept alive (as
+    PyTorch frees saved tensors during the backward pass).
     """
     grads = {}
     leaves = {}
@@ -77,24 +78,38 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
         else:
             grads[root] = ct
             heappush(heap, (-root._seq, root))
-    visited = []
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)
         inputs = node.inputs
         if inputs is None:
             raise _freed_error(node)
+        if free:
+            node.inputs = None  # release what this node kept alive as soon as it is used
         attrs = node.attrs
         rules = node.op.vjp
+        if len(inputs) == 1 and not graph_mode and attrs is None and type(rules) is tuple:
+            # the hot path, kept apart from the general loop below for speed (per-op overhead is a
+            # headline figure): a recorded unary op's input is a box of this level needing grad
+            a = inputs[0]
+            ct = rules[0](g, node._value, a._value)
+            if ct.shape != a._value.shape:
+                ct = _unbroadcast(ct, a._value.shape)
+            if a.op is None:
+                leaves[a] = leaves[a] + ct if a in leaves else ct
+            elif a in grads:
+                grads[a] = grads[a] + ct
+            else:
+                grads[a] = ct
+                heappush(heap, (-a._seq, a))
+            continue
         if graph_mode:
-            values = inputs
-            out = node
+            out, values = node, inputs
         elif len(inputs) == 1:
-            values = (inputs[0]._value,)  # a recorded unary op's input is a box of this level
-            out = node._value
+            out, values = node._value, (inputs[0]._value,)  # a recorded unary op's input is a box here
         else:
-            values = [a._value if type(a) is Tensor and a._level == level else a for a in inputs]
             out = node._value
+            values = [a._value if type(a) is Tensor and a._level == level else a for a in inputs]
         joint = None if type(rules) is tuple else rules(g, out, *values, **(attrs or {}))
         for i, a in enumerate(inputs):
             if not (type(a) is Tensor and a._requires_grad and a._level == level):
@@ -118,11 +133,6 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
             else:
                 grads[a] = ct
                 heappush(heap, (-a._seq, a))
-        if free:
-            visited.append(node)
-    if free:
-        for node in visited:
-            node.inputs = None
     return leaves
 
 
@@ -130,7 +140,8 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
     """Eager reverse mode: accumulates into `.grad` of every leaf that requires grad."""
     if tensor._level != 0:
         raise RuntimeError(
-            f"backward() was called on a value traced by a transform; use the transform's result instead (at {user_line()})"
+            "backward() was called on a value traced by a transform; use the transform's result instead "
+            f"(at {user_line()})"
         )
     if not tensor._requires_grad:
         raise RuntimeError(

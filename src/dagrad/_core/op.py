@@ -193,7 +193,21 @@ def _unary_function(op):
                 out = forward(x._value)
             except Exception as err:
                 raise op_error(op.name, (x._value,), err) from err
-            return _eager(op, out, (x,), None, differentiable and x._requires_grad)
+            t = _new(Tensor)
+            t._value = out
+            t.grad = None
+            t._level = 0
+            if differentiable and x._requires_grad and _grad_mode.enabled:
+                t.op = op
+                t.inputs = (x,)
+                t.attrs = None
+                t._requires_grad = True
+                t._seq = next_seq()
+            else:
+                t.op = t.inputs = t.attrs = None
+                t._requires_grad = False
+                t._seq = 0
+            return t
         if not isinstance(x, Tensor):
             try:
                 return forward(x)
@@ -225,8 +239,21 @@ def _binary_function(op):
                 out = forward(va, vb)
             except Exception as err:
                 raise op_error(op.name, (va, vb), err) from err
-            record = differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad))
-            return _eager(op, out, (a, b), None, record)
+            t = _new(Tensor)
+            t._value = out
+            t.grad = None
+            t._level = 0
+            if differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_mode.enabled:
+                t.op = op
+                t.inputs = (a, b)
+                t.attrs = None
+                t._requires_grad = True
+                t._seq = next_seq()
+            else:
+                t.op = t.inputs = t.attrs = None
+                t._requires_grad = False
+                t._seq = 0
+            return t
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             try:
                 return forward(a, b)

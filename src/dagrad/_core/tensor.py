@@ -169,7 +169,7 @@ class Tensor:
         """The single value as a Python number."""
         arr = self.numpy()
         if arr.size != 1:
-            raise ValueError(f"item(): only one-element tensors can be converted to Python scalars, got shape {arr.shape}")
+            raise ValueError(f"item(): only a one-element tensor converts to a Python scalar, got shape {arr.shape}")
         return arr.item()
 
     def tolist(self):
@@ -274,7 +274,8 @@ def _as_array(data, dtype, where):
     try:
         value = np.array(data, dtype=dtype)
     except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}: cannot make a tensor of {type(data).__name__} data ({err}) at {user_line()}") from None
+        message = f"{where}: cannot make a tensor of {type(data).__name__} data ({err}) at {user_line()}"
+        raise type(err)(message) from None
     if value.dtype.kind not in _SUPPORTED_KINDS:
         raise TypeError(
             f"{where}: unsupported dtype {value.dtype} (dagrad holds bool, integer and float data) at {user_line()}"
@@ -308,4 +309,7 @@ def tensor(data, dtype=None, requires_grad=False) -> Tensor:
     >>> tensor([1.0, 2.0], requires_grad=True)
     tensor([1., 2.], requires_grad=True)
     """
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+    value = _as_array(data, dtype, "dg.tensor")
+    if requires_grad:
+        _check_differentiable_dtype(value.dtype, "dg.tensor")
+    return _leaf(value, bool(requires_grad))
