@@ -210,3 +210,26 @@ def test_gradcheck_passes_and_reports_the_worst_entry():
 
 def test_gradcheck_of_several_arguments_in_one_mode():
     assert dg.gradcheck(lambda a, b: a @ b, np.ones((2, 3)), np.ones((3, 2)) * 0.5, modes=("fwd",))
+
+
+def test_hessian_with_tuple_argnums_is_nested_like_jax():
+    def h(x, y):
+        return dg.sum(x * x * y) + dg.sum(y**3)
+
+    x, y = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    (hxx, hxy), (hyx, hyy) = dg.hessian(h, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(hxx, np.diag(2 * y))
+    np.testing.assert_allclose(hxy, np.diag(2 * x))
+    np.testing.assert_allclose(hyx, np.diag(2 * x))
+    np.testing.assert_allclose(hyy, np.diag(6 * y))
+
+
+def test_jacobians_of_pytree_outputs():
+    def pair(x):
+        return {"a": x * 2.0, "b": (dg.sum(x), x[0])}
+
+    for transform in (dg.jacobian, dg.jacfwd):
+        j = transform(pair)(np.array([1.0, 2.0]))
+        np.testing.assert_allclose(j["a"], 2 * np.eye(2))
+        np.testing.assert_allclose(j["b"][0], [1.0, 1.0])
+        np.testing.assert_allclose(j["b"][1], [1.0, 0.0])

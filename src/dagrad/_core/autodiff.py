@@ -457,8 +457,24 @@ def _array_arg(x, where):
     return _differentiable_input(x, where)
 
 
+def _basis(shape, k, dtype):
+    e = np.zeros(int(np.prod(shape)), dtype)
+    e[k] = 1
+    return e.reshape(shape)
+
+
+def _assemble(parts, out_shape, in_shape, dtype, axis):
+    """One Jacobian from its rows (axis 0) or columns (axis -1): shape out_shape + in_shape."""
+    if not parts:
+        return np.zeros(out_shape + in_shape, dtype)
+    return _reshape(_stack(parts, axis=axis), out_shape + in_shape)
+
+
 def jacobian(f, argnums=0):
     """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element.
+
+    With a tuple `argnums` each result is a tuple (one per argument); a pytree output
+    gives the same pytree of results, as `jax.jacrev`.
 
     >>> import numpy as np
     >>> jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -468,26 +484,16 @@ def jacobian(f, argnums=0):
 
     def jacobian_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacobian")
-        for n in nums:
-            _array_arg(args[n], "jacobian")
+        in_shapes = [_shape(_array_arg(args[n], "jacobian")) for n in nums]
         traced = _Traced(f, args, nums, "jacobian")
-        out = traced.out
-        out_shape = _shape(out)
-        size = int(np.prod(out_shape))
-        rows = []
-        for k in range(size):
-            seed = np.zeros(size, _dtype(out))
-            seed[k] = 1
-            rows.append(traced.pull([out], [seed.reshape(out_shape)]))
+        out_leaves, out_def = tree_flatten(traced.out)
         results = []
-        for j, n in enumerate(nums):
-            in_shape = _shape(args[n])
-            if size == 0:
-                results.append(np.zeros(out_shape + in_shape, _dtype(out)))
-                continue
-            stacked = _stack([row[j] for row in rows])
-            results.append(_reshape(stacked, out_shape + in_shape))
-        return results[0] if single else tuple(results)
+        for out in out_leaves:
+            shape, dtype = _shape(out), _dtype(out)
+            rows = [traced.pull([out], [_basis(shape, k, dtype)]) for k in range(int(np.prod(shape)))]
+            per_arg = [_assemble([row[j] for row in rows], shape, in_shapes[j], dtype, 0) for j in range(len(nums))]
+            results.append(per_arg[0] if single else tuple(per_arg))
+        return tree_unflatten(out_def, results)
 
     _name(jacobian_f, "jacobian", f)
     return jacobian_f
@@ -495,6 +501,8 @@ def jacobian(f, argnums=0):
 
 def jacfwd(f, argnums=0):
     """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element.
+
+    Results are arranged as in `jacobian`.
 
     >>> import numpy as np
     >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -504,32 +512,32 @@ def jacfwd(f, argnums=0):
 
     def jacfwd_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
-        results = []
+        columns = []  # per argument: one list of output tangent leaves per input element
+        out = None
         for n in nums:
             x = _array_arg(args[n], "jacfwd")
-            in_shape = _shape(x)
-            size = int(np.prod(in_shape))
 
             def f_of_arg(arg, n=n):
                 merged = list(args)
                 merged[n] = arg
                 return f(*merged)
 
-            columns = []
-            out_shape = None
-            for k in range(size):
-                basis = np.zeros(size, _dtype(x))
-                basis[k] = 1
-                out, tangent = jvp(f_of_arg, (x,), (basis.reshape(in_shape),))
-                out_shape = _shape(out)
-                columns.append(tangent)
-            if size == 0:
-                out = f(*args)
-                results.append(np.zeros(_shape(out) + in_shape, _dtype(out)))
-                continue
-            stacked = _stack(columns, axis=-1)
-            results.append(_reshape(stacked, out_shape + in_shape))
-        return results[0] if single else tuple(results)
+            per_element = []
+            for k in range(int(np.prod(_shape(x)))):
+                out, tangent = jvp(f_of_arg, (x,), (_basis(_shape(x), k, _dtype(x)),))
+                per_element.append(tree_flatten(tangent)[0])
+            columns.append(per_element)
+        if out is None:  # every differentiated argument is empty
+            out = f(*args)
+        out_leaves, out_def = tree_flatten(out)
+        results = []
+        for i, o in enumerate(out_leaves):
+            per_arg = [
+                _assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
+                for j, n in enumerate(nums)
+            ]
+            results.append(per_arg[0] if single else tuple(per_arg))
+        return tree_unflatten(out_def, results)
 
     _name(jacfwd_f, "jacfwd", f)
     return jacfwd_f

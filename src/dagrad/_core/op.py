@@ -21,7 +21,7 @@ import itertools
 import numpy as np
 
 from .errors import op_error
-from .tensor import Dual, Tensor, _grad_mode, _new
+from .tensor import Dual, Tensor, _grad_mode, _leaf, _new
 
 REGISTRY: dict[str, Op] = {}
 
@@ -81,12 +81,12 @@ def _call_forward(op, values, attrs):
         raise op_error(op.name, values, err) from err
 
 
-def _eager(op, out, inputs, attrs, record):
-    """The level-0 result of an op: a Tensor that records its inputs when `record`."""
+def _result(op, out, inputs, attrs, record, level=0):
+    """An op's result box at `level`: it records op, inputs and attrs when `record`."""
     t = _new(Tensor)
     t._value = out
     t.grad = None
-    t._level = 0
+    t._level = level
     if record and _grad_mode.enabled:
         t.op = op
         t.inputs = inputs
@@ -115,32 +115,14 @@ def apply(op, args, attrs=None):
     record = op.differentiable and any(
         isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args
     )
-    if level == 0:
-        return _eager(op, _call_forward(op, values, attrs), args, attrs, record)
-    out = apply(op, values, attrs)
-    box = _new(Tensor)
-    box._value = out
-    box.grad = None
-    box._level = level
-    if record and _grad_mode.enabled:
-        box.op, box.inputs, box.attrs = op, args, attrs
-        box._requires_grad = True
-        box._seq = next_seq()
-    else:
-        box.op = box.inputs = box.attrs = None
-        box._requires_grad = False
-        box._seq = 0
-    return box
+    # level 0 holds raw values; a higher level's values may be boxes of lower levels
+    out = _call_forward(op, values, attrs) if level == 0 else apply(op, values, attrs)
+    return _result(op, out, args, attrs, record, level)
 
 
 def make_dual(primal, tangent, level):
-    d = _new(Dual)
-    d._value = primal
+    d = _leaf(primal, False, level, Dual)
     d._tangent = tangent
-    d.op = d.inputs = d.attrs = d.grad = None
-    d._requires_grad = False
-    d._level = level
-    d._seq = 0
     return d
 
 
@@ -193,21 +175,7 @@ def _unary_function(op):
                 out = forward(x._value)
             except Exception as err:
                 raise op_error(op.name, (x._value,), err) from err
-            t = _new(Tensor)
-            t._value = out
-            t.grad = None
-            t._level = 0
-            if differentiable and x._requires_grad and _grad_mode.enabled:
-                t.op = op
-                t.inputs = (x,)
-                t.attrs = None
-                t._requires_grad = True
-                t._seq = next_seq()
-            else:
-                t.op = t.inputs = t.attrs = None
-                t._requires_grad = False
-                t._seq = 0
-            return t
+            return _result(op, out, (x,), None, differentiable and x._requires_grad)
         if not isinstance(x, Tensor):
             try:
                 return forward(x)
@@ -239,21 +207,8 @@ def _binary_function(op):
                 out = forward(va, vb)
             except Exception as err:
                 raise op_error(op.name, (va, vb), err) from err
-            t = _new(Tensor)
-            t._value = out
-            t.grad = None
-            t._level = 0
-            if differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_mode.enabled:
-                t.op = op
-                t.inputs = (a, b)
-                t.attrs = None
-                t._requires_grad = True
-                t._seq = next_seq()
-            else:
-                t.op = t.inputs = t.attrs = None
-                t._requires_grad = False
-                t._seq = 0
-            return t
+            record = differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad))
+            return _result(op, out, (a, b), None, record)
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             try:
                 return forward(a, b)

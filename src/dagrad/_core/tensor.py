@@ -290,9 +290,9 @@ def _check_differentiable_dtype(dtype, where):
         )
 
 
-def _leaf(value, requires_grad, level=0):
-    """A leaf Tensor around an existing value, without copying or checks (internal)."""
-    t = _new(Tensor)
+def _leaf(value, requires_grad, level=0, cls=None):
+    """A leaf Tensor (or `cls`) around an existing value, without copying or checks (internal)."""
+    t = _new(cls or Tensor)
     t._value = value
     t.op = t.inputs = t.attrs = t.grad = None
     t._requires_grad = requires_grad
