@@ -15,17 +15,22 @@ Workloads
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
-  * (a) runs the contenders interleaved: every repeat round runs each contender once, in an
+  * (a) runs the contenders interleaved: every repeat round runs each contender in turn, in an
     order that rotates from round to round, so drift (thermal, frequency, noisy neighbours)
-    falls on all of them alike. A few untimed warm-up rounds come first. We report the median
-    over rounds of total time / 1000 ops, the interquartile range, and ratios of medians.
+    falls on all of them alike. On its turn a contender makes one untimed call (to warm the
+    caches the previous contender evicted, as a training loop would have them warm) and then
+    INNER_CALLS timed calls. A few untimed warm-up rounds come first. We report the median over
+    all timed calls of total time / 1000 ops, the interquartile range, and ratios of medians.
   * (b) runs every measurement in a fresh subprocess, so that the peak RSS (VmHWM) is that
     contender's own; memory is VmHWM at the end minus VmRSS after imports and warm-up. Rounds
     alternate contenders; we report medians.
   * PyTorch is pinned to one thread (torch.set_num_threads(1)): the others are single-threaded,
     and for 16-element or scalar tensors threads only add overhead.
-  * The garbage collector stays on (it is part of what users pay), but we collect before each
-    timed call so that one contender's garbage is not collected on another's clock.
+  * The garbage collector stays on (it is part of what users pay). We do not force collections
+    between calls: a full collection walks every live object (tens of thousands once torch is
+    imported) and leaves the next call with cold caches, which measures the collector rather
+    than the libraries. None of the contenders leaves cyclic garbage behind (their graphs are
+    freed by reference counting), so no contender pays for another's garbage.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ sys.path.insert(0, str(ROOT / "src"))
 PATTERN_OPS = 5  # sin, *1.1, tanh, +0.5, exp
 VECTOR_REPS = 200  # 1,000 ops in workload (a)
 DEEP_OPS = {"full": 1_000_000, "quick": 100_000}
+INNER_CALLS = 5  # timed calls per contender per round in (a)
 
 
 DEEP_PATTERN_OPS = 4  # exp, log, *1.0000001, +1e-7
@@ -140,12 +146,13 @@ def bench_overhead(repeats, warmup):
     times = {name: [] for name in names}
     for r in range(warmup + repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            gc.collect()
-            start = time.perf_counter()
-            contenders[name](x0)
-            elapsed = time.perf_counter() - start
-            if r >= warmup:
-                times[name].append(elapsed / (VECTOR_REPS * PATTERN_OPS) * 1e6)
+            contenders[name](x0)  # untimed: re-warms the caches after the previous contender
+            for _ in range(INNER_CALLS):
+                start = time.perf_counter()
+                contenders[name](x0)
+                elapsed = time.perf_counter() - start
+                if r >= warmup:
+                    times[name].append(elapsed / (VECTOR_REPS * PATTERN_OPS) * 1e6)
     return times
 
 

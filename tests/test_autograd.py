@@ -169,7 +169,7 @@ def test_backward_with_explicit_grad():
 def test_backward_on_non_scalar_without_grad_is_an_error():
     x = dg.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
-    with pytest.raises(RuntimeError, match="one-element"):
+    with pytest.raises(ValueError, match="one-element"):
         y.backward()
     assert x.grad is None
 

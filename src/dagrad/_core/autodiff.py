@@ -151,7 +151,7 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
     shape, dtype = tensor.shape, tensor.dtype
     if grad is None:
         if int(np.prod(shape)) != 1:
-            raise RuntimeError(
+            raise ValueError(
                 f"backward(): grad can be created implicitly only for a one-element output, got shape {shape}; "
                 f"pass grad= of that shape (at {user_line()})"
             )
