@@ -170,3 +170,6 @@ COMPOSITES = [
     Case("swapaxes", lambda x: dg.swapaxes(x, 0, -1), lambda x: np.swapaxes(x, 0, -1), ((2, 3, 4),)),
     Case("flatten", lambda x: x.flatten(), lambda x: x.flatten(), ((2, 3),)),
 ]
+
+# -- families kept in their own files (each appends rows with `case`)
+import op_table_linalg  # noqa: E402, F401
