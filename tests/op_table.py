@@ -27,6 +27,7 @@ class Case:
     eps: float = 1e-6  # central-difference step
     tol: dict = field(default_factory=dict)
     name: str = ""
+    attrs: dict = field(default_factory=dict)  # for the shape-rule check of ops that record no node
 
     def inputs(self, seed=0, dtype=np.float64):
         rng = np.random.default_rng(seed)
@@ -41,6 +42,13 @@ CASES: list[Case] = []
 
 def case(op, f, ref, *shapes, **kw):
     CASES.append(Case(op, f, ref, shapes, **kw))
+
+
+def _nnf(name):
+    """A torch.nn.functional function by name, looked up only when the oracle tier runs."""
+    import torch.nn.functional as F
+
+    return getattr(F, name)
 
 
 def _t(name):
@@ -64,6 +72,11 @@ BINARY = {
     "maximum": (dg.maximum, np.maximum, _t("maximum"), {}),
     "minimum": (dg.minimum, np.minimum, _t("minimum"), {}),
     "power": (dg.power, np.power, _t("pow"), {"low": 0.5, "high": 2.0}),
+    "mod": (dg.mod, np.mod, _t("remainder"), {"low": 0.5, "high": 2.0}),
+    "arctan2": (dg.arctan2, np.arctan2, _t("atan2"), {}),
+    "hypot": (dg.hypot, np.hypot, _t("hypot"), {"low": 0.5, "high": 2.0}),
+    "fmax": (dg.fmax, np.fmax, _t("fmax"), {}),
+    "fmin": (dg.fmin, np.fmin, _t("fmin"), {}),
 }
 for _name, (_f, _ref, _tref, _kw) in BINARY.items():
     for _a, _b in BROADCAST_PAIRS:
@@ -92,24 +105,59 @@ UNARY = {
     "tanh": (dg.tanh, np.tanh, _t("tanh"), {}),
     "sigmoid": (dg.sigmoid, lambda x: 1 / (1 + np.exp(-x)), _t("sigmoid"), {"low": -6.0, "high": 6.0}),
     "relu": (dg.relu, lambda x: np.maximum(x, 0), _t("relu"), {}),
+    "reciprocal": (dg.reciprocal, np.reciprocal, _t("reciprocal"), {"low": 0.5, "high": 2.0}),
+    "square": (dg.square, np.square, _t("square"), {}),
+    "sign": (dg.sign, np.sign, _t("sign"), {}),
+    "floor": (dg.floor, np.floor, _t("floor"), {}),
+    "ceil": (dg.ceil, np.ceil, _t("ceil"), {}),
+    "exp2": (dg.exp2, np.exp2, _t("exp2"), {}),
+    "expm1": (dg.expm1, np.expm1, _t("expm1"), {}),
+    "log2": (dg.log2, np.log2, _t("log2"), {"low": 0.3, "high": 3.0}),
+    "log10": (dg.log10, np.log10, _t("log10"), {"low": 0.3, "high": 3.0}),
+    "log1p": (dg.log1p, np.log1p, _t("log1p"), {"low": -0.5, "high": 3.0}),
+    "tan": (dg.tan, np.tan, _t("tan"), {"low": -1.2, "high": 1.2}),
+    "arcsin": (dg.arcsin, np.arcsin, _t("asin"), {"low": -0.9, "high": 0.9}),
+    "arccos": (dg.arccos, np.arccos, _t("acos"), {"low": -0.9, "high": 0.9}),
+    "arctan": (dg.arctan, np.arctan, _t("atan"), {}),
+    "sinh": (dg.sinh, np.sinh, _t("sinh"), {}),
+    "cosh": (dg.cosh, np.cosh, _t("cosh"), {}),
+    "arcsinh": (dg.arcsinh, np.arcsinh, _t("asinh"), {}),
+    "arccosh": (dg.arccosh, np.arccosh, _t("acosh"), {"low": 1.2, "high": 3.0}),
+    "arctanh": (dg.arctanh, np.arctanh, _t("atanh"), {"low": -0.9, "high": 0.9}),
+    "softplus": (dg.softplus, lambda x: np.log1p(np.exp(x)), lambda x: _nnf("softplus")(x), {}),
+    "erf": (dg.erf, lambda x: np.vectorize(__import__("math").erf)(x), _t("erf"), {}),
 }
 for _name, (_f, _ref, _tref, _kw) in UNARY.items():
     for _shape in [(), (4,), (2, 3)]:
         case(_name, _f, _ref, _shape, torch_ref=_tref, **_kw)
 
-# -- no gradient: sign and comparisons (bool results)
-case("sign", dg.sign, np.sign, (5,), differentiable=False)
-for _name in ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]:
+case("round", lambda x: dg.round(x * 10), lambda x: np.round(x * 10), (5,), torch_ref=lambda x: _t("round")(x * 10))
+case("round", lambda x: dg.round(x, 2), lambda x: np.round(x, 2), (5,), name="round(x, 2)")
+
+# -- no gradient: comparisons, tests and logic (bool results)
+for _name in ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or"]:
     case(_name, getattr(dg, _name), getattr(np, _name), (2, 3), (3,), differentiable=False)
+for _name in ["isfinite", "isnan", "logical_not"]:
+    case(_name, getattr(dg, _name), getattr(np, _name), (4,), differentiable=False)
+case("argmax", lambda x: dg.argmax(x, axis=1), lambda x: np.argmax(x, axis=1), (3, 4), differentiable=False,
+     attrs={"axis": 1, "keepdims": False})
+case("argmin", lambda x: dg.argmin(x), lambda x: np.argmin(x), (3, 4), differentiable=False,
+     attrs={"axis": None, "keepdims": False})
 case("equal", lambda x: x == x, lambda x: x == x, (3,), differentiable=False, name="x == x")
 case("greater", lambda x: x > 0, lambda x: x > 0, (3,), differentiable=False, name="x > 0")
 
 # -- selection and casting
 _COND = np.array([True, False, True])
+_ONE_ZERO = np.array([[True, False], [True, True], [True, True]])  # column 0: no zero; column 1: one zero
 case("where", lambda x, y: dg.where(_COND, x, y), lambda x, y: np.where(_COND, x, y), (3,), (3,),
      torch_ref=lambda x, y: _t("where")(_t("tensor")(_COND), x, y))
 case("where", lambda x, y: dg.where(_COND, x, y), lambda x, y: np.where(_COND, x, y), (2, 3), (),
      torch_ref=lambda x, y: _t("where")(_t("tensor")(_COND), x, y), name="where broadcast")
+case("clip", lambda x: dg.clip(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), (6,),
+     torch_ref=lambda x: _t("clamp")(x, -0.5, 0.5))
+case("clip", lambda x, lo: dg.clip(x, lo, 1.0), lambda x, lo: np.clip(x, lo, 1.0), (2, 3), (3,),
+     name="clip with tensor bound", torch_ref=lambda x, lo: _t("clamp")(x, lo, _t("tensor")(1.0, dtype=x.dtype)))
+case("clip", lambda x: dg.clip(x, None, 0.3), lambda x: np.clip(x, None, 0.3), (4,), name="clip(x, None, 0.3)")
 case("astype", lambda x: dg.astype(x, np.float32) * 1.0, lambda x: x.astype(np.float32) * 1.0, (3,),
      eps=1e-2, tol={"atol": 1e-4, "rtol": 1e-3})
 
@@ -123,6 +171,19 @@ for _name, _npf, _torch in [("sum", np.sum, "sum"), ("max", np.max, "amax"), ("m
                                                                   keepdim=k),
              name=f"{_name}(axis={_axis}, keepdims={_keep})")
 case("sum", lambda x: x.sum(), lambda x: x.sum(), (), name="sum of 0-d")
+for _axis in [None, 1, (0, 2)]:
+    case("prod", lambda x, a=_axis: dg.prod(x, axis=a), lambda x, a=_axis: np.prod(x, axis=a), (2, 3, 2),
+         low=0.5, high=1.5, name=f"prod(axis={_axis})",
+         torch_ref=None if isinstance(_axis, tuple) else lambda x, a=_axis: _t("prod")(x) if a is None
+         else _t("prod")(x, dim=a))
+case("prod", lambda x: dg.prod(dg.where(_ONE_ZERO, x, 0), axis=0), lambda x: np.prod(np.where(_ONE_ZERO, x, 0), axis=0),
+     (3, 2), name="prod with zeros",
+     torch_ref=lambda x: _t("prod")(_t("where")(_t("tensor")(_ONE_ZERO), x, 0.0), dim=0))
+case("cumsum", lambda x: dg.cumsum(x, axis=1), lambda x: np.cumsum(x, axis=1), (2, 4),
+     torch_ref=lambda x: _t("cumsum")(x, dim=1))
+case("cumsum", lambda x: dg.cumsum(x), lambda x: np.cumsum(x), (2, 3), name="cumsum flat")
+case("std_sqrt", lambda x: dg.std(x, axis=0), lambda x: np.std(x, axis=0), (4, 3),
+     torch_ref=lambda x: _t("std")(x, dim=0, correction=0))
 
 # -- linear algebra
 for _a, _b in [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
@@ -169,6 +230,31 @@ COMPOSITES = [
     Case("stack", lambda a, b: dg.stack([a, b], axis=1), lambda a, b: np.stack([a, b], axis=1), ((2, 3), (2, 3))),
     Case("swapaxes", lambda x: dg.swapaxes(x, 0, -1), lambda x: np.swapaxes(x, 0, -1), ((2, 3, 4),)),
     Case("flatten", lambda x: x.flatten(), lambda x: x.flatten(), ((2, 3),)),
+    Case("ravel", dg.ravel, np.ravel, ((2, 3),)),
+    Case("var", lambda x: dg.var(x, axis=1, ddof=1), lambda x: np.var(x, axis=1, ddof=1), ((3, 4),)),
+    Case("std", lambda x: x.std(keepdims=True), lambda x: x.std(keepdims=True), ((3, 4),)),
+    Case("amax", lambda x: dg.amax(x, axis=0), lambda x: np.amax(x, axis=0), ((3, 4),)),
+    Case("amin", lambda x: dg.amin(x, axis=-1), lambda x: np.amin(x, axis=-1), ((3, 4),)),
+    Case("true_divide", dg.true_divide, np.true_divide, ((3,), (3,)), low=0.5),
+    Case("softmax", lambda x: dg.softmax(x, axis=0), lambda x: np.exp(x) / np.exp(x).sum(0), ((3, 2),)),
+    Case("log_softmax", dg.log_softmax, lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True)), ((2, 3),)),
+    Case("logsumexp", lambda x: dg.logsumexp(x, axis=(0, 1)), lambda x: np.log(np.exp(x).sum((0, 1))), ((2, 3, 2),)),
+    Case("flip", lambda x: dg.flip(x, 1), lambda x: np.flip(x, 1), ((2, 3),)),
+    Case("flip", dg.flip, np.flip, ((2, 3),)),
+    Case("moveaxis", lambda x: dg.moveaxis(x, [0, 1], [2, 0]), lambda x: np.moveaxis(x, [0, 1], [2, 0]), ((2, 3, 4),)),
+    Case("split", lambda x: dg.split(x, [1, 3], axis=1)[1], lambda x: np.split(x, [1, 3], axis=1)[1], ((2, 4),)),
+    Case("split", lambda x: dg.split(x, 2)[0] * dg.split(x, 2)[1], lambda x: np.split(x, 2)[0] * np.split(x, 2)[1],
+         ((4, 2),)),
+    Case("repeat", lambda x: dg.repeat(x, 2, axis=1), lambda x: np.repeat(x, 2, axis=1), ((2, 3),)),
+    Case("repeat", lambda x: dg.repeat(x, [1, 0, 3]), lambda x: np.repeat(x, [1, 0, 3]), ((3,),)),
+    Case("tile", lambda x: dg.tile(x, (2, 1, 2)), lambda x: np.tile(x, (2, 1, 2)), ((2, 3),)),
+    Case("pad", lambda x: dg.pad(x, ((1, 0), (2, 1)), constant_values=0.5),
+         lambda x: np.pad(x, ((1, 0), (2, 1)), constant_values=0.5), ((2, 3),)),
+    Case("pad", lambda x: dg.pad(x, 2, mode="reflect"), lambda x: np.pad(x, 2, mode="reflect"), ((4,),)),
+    Case("pad", lambda x: dg.pad(x, 1, mode="edge"), lambda x: np.pad(x, 1, mode="edge"), ((2, 2),)),
+    Case("triu", lambda x: dg.triu(x, 1), lambda x: np.triu(x, 1), ((2, 3, 3),)),
+    Case("tril", dg.tril, np.tril, ((3, 4),)),
+    Case("remainder", dg.remainder, np.remainder, ((3,), (3,)), low=0.5),
 ]
 
 # -- families kept in their own files (each appends rows with `case`)

@@ -45,7 +45,7 @@ def numerical_jacobian(f, args, eps=1e-6):
 def _flat_derivative(f, nargs, mode):
     """The derivative of `f` in one mode, as a function returning one flat vector."""
     transform = jacobian if mode == "rev" else jacfwd
-    from .ops import concatenate, reshape
+    from .ops.shape import concatenate, reshape
 
     def derivative(*args):
         parts = transform(f, argnums=tuple(range(nargs)))(*args)

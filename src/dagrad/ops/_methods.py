@@ -1,7 +1,13 @@
-"""Tensor operators and methods, each one of the op library's functions."""
+"""Tensor operators and methods, and NumPy interop (`__array_ufunc__`, `__array_function__`).
+
+Every method is one of the op library's functions; nothing here computes on its own.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._core.errors import user_line
 from .._core.tensor import Tensor
 from . import elementwise as ew
 from . import linalg, reduce
@@ -17,8 +23,8 @@ def _reflected(function):
 
 
 _BINARY = {
-    "add": ew.add, "sub": ew.subtract, "mul": ew.multiply, "truediv": ew.divide,
-    "pow": ew.power, "matmul": linalg.matmul,
+    "add": ew.add, "sub": ew.subtract, "mul": ew.multiply, "truediv": ew.divide, "pow": ew.power,
+    "matmul": linalg.matmul, "mod": ew.mod, "and": ew.logical_and, "or": ew.logical_or,
 }
 for _name, _function in _BINARY.items():
     setattr(Tensor, f"__{_name}__", _function)
@@ -27,6 +33,7 @@ for _name, _function in _BINARY.items():
 Tensor.__neg__ = ew.negative
 Tensor.__pos__ = ew.positive
 Tensor.__abs__ = ew.abs
+Tensor.__invert__ = ew.logical_not
 Tensor.__eq__ = ew.equal
 Tensor.__ne__ = ew.not_equal
 Tensor.__lt__ = ew.less
@@ -34,10 +41,17 @@ Tensor.__le__ = ew.less_equal
 Tensor.__gt__ = ew.greater
 Tensor.__ge__ = ew.greater_equal
 Tensor.__getitem__ = sh.getitem
+Tensor.__round__ = lambda self, ndigits=None: ew.round(self, ndigits or 0)
 
-for _function in (ew.exp, ew.log, ew.sqrt, ew.sin, ew.cos, ew.tanh, ew.sigmoid, ew.relu, ew.abs, ew.sign,
-                  ew.astype, reduce.sum, reduce.mean, reduce.max, reduce.min, sh.squeeze, sh.swapaxes,
-                  sh.broadcast_to, linalg.matmul):
+# methods that ndarray has too, with the same signatures
+for _function in (
+    ew.exp, ew.log, ew.sqrt, ew.sin, ew.cos, ew.tanh, ew.sigmoid, ew.relu, ew.abs, ew.sign,
+    ew.astype, ew.clip, ew.round,
+    reduce.sum, reduce.mean, reduce.prod, reduce.max, reduce.min, reduce.var, reduce.std,
+    reduce.cumsum, reduce.argmax, reduce.argmin,
+    sh.squeeze, sh.swapaxes, sh.broadcast_to, sh.ravel, sh.repeat, sh.expand_dims,
+    linalg.matmul,
+):
     setattr(Tensor, _function.__name__, _function)
 
 
@@ -54,26 +68,88 @@ def _transpose(self, *axes):
 Tensor.reshape = _reshape
 Tensor.transpose = _transpose
 Tensor.T = property(lambda self: sh.transpose(self))
-Tensor.expand_dims = sh.expand_dims
-Tensor.flatten = lambda self: sh.reshape(self, (-1,))
-Tensor.ravel = Tensor.flatten
+Tensor.flatten = sh.ravel
+Tensor.copy = ew.positive
+Tensor.any = lambda self, axis=None, keepdims=False: Tensor(np.any(self.numpy(), axis=axis, keepdims=keepdims))
+Tensor.all = lambda self, axis=None, keepdims=False: Tensor(np.all(self.numpy(), axis=axis, keepdims=keepdims))
 
-# NumPy ufuncs called on Tensors (np.sin(t), ndarray * t) run the matching dagrad op.
+
+# -- NumPy interop: np.sin(t), ndarray * t, np.sum(t), np.concatenate([t, a]) run dagrad ops
+
 _UFUNCS = {
-    "add": ew.add, "subtract": ew.subtract, "multiply": ew.multiply, "divide": ew.divide,
-    "power": ew.power, "negative": ew.negative, "positive": ew.positive, "absolute": ew.abs,
-    "sign": ew.sign, "exp": ew.exp, "log": ew.log, "sqrt": ew.sqrt, "sin": ew.sin, "cos": ew.cos,
-    "tanh": ew.tanh, "maximum": ew.maximum, "minimum": ew.minimum, "equal": ew.equal,
-    "not_equal": ew.not_equal, "less": ew.less, "less_equal": ew.less_equal,
-    "greater": ew.greater, "greater_equal": ew.greater_equal, "matmul": linalg.matmul,
+    np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply, np.divide: ew.divide,
+    np.power: ew.power, np.mod: ew.mod, np.negative: ew.negative, np.positive: ew.positive,
+    np.absolute: ew.abs, np.sign: ew.sign, np.reciprocal: ew.reciprocal, np.square: ew.square,
+    np.sqrt: ew.sqrt, np.exp: ew.exp, np.exp2: ew.exp2, np.expm1: ew.expm1, np.log: ew.log,
+    np.log2: ew.log2, np.log10: ew.log10, np.log1p: ew.log1p, np.sin: ew.sin, np.cos: ew.cos,
+    np.tan: ew.tan, np.arcsin: ew.arcsin, np.arccos: ew.arccos, np.arctan: ew.arctan,
+    np.arctan2: ew.arctan2, np.hypot: ew.hypot, np.sinh: ew.sinh, np.cosh: ew.cosh, np.tanh: ew.tanh,
+    np.arcsinh: ew.arcsinh, np.arccosh: ew.arccosh, np.arctanh: ew.arctanh, np.maximum: ew.maximum,
+    np.minimum: ew.minimum, np.fmax: ew.fmax, np.fmin: ew.fmin, np.floor: ew.floor, np.ceil: ew.ceil,
+    np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less, np.less_equal: ew.less_equal,
+    np.greater: ew.greater, np.greater_equal: ew.greater_equal, np.isfinite: ew.isfinite,
+    np.isnan: ew.isnan, np.logical_and: ew.logical_and, np.logical_or: ew.logical_or,
+    np.logical_not: ew.logical_not, np.matmul: linalg.matmul,
 }
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    function = _UFUNCS.get(ufunc.__name__)
+    function = _UFUNCS.get(ufunc)
     if method != "__call__" or kwargs or function is None:
-        return NotImplemented
+        detail = f"ufunc.{method}" if method != "__call__" else f"keyword arguments {sorted(kwargs)}" if kwargs else ""
+        raise TypeError(
+            f"numpy.{ufunc.__name__}{' ' + detail if detail else ''} is not supported on dagrad Tensors; "
+            f"use the dagrad function, or .numpy() for a value without gradient (at {user_line()})"
+        )
     return function(*inputs)
 
 
+_FUNCTIONS = {}  # numpy function -> dagrad.numpy function, filled on first use
+
+
+def _numpy_functions():
+    if not _FUNCTIONS:
+        from .. import numpy as dnp
+
+        for name in dir(dnp):
+            ours, theirs = getattr(dnp, name), getattr(np, name, None)
+            if callable(ours) and callable(theirs) and getattr(ours, "__module__", "").startswith("dagrad"):
+                _FUNCTIONS[theirs] = ours
+        for name in dir(getattr(dnp, "linalg", None)):  # LINALG-PENDING
+            theirs = getattr(np.linalg, name, None)
+            if callable(theirs) and not name.startswith("_"):
+                _FUNCTIONS[theirs] = getattr(dnp.linalg, name)
+        # functions of the values only: no gradient flows through them
+        for theirs in (np.allclose, np.isclose, np.array_equal, np.argsort, np.argwhere, np.nonzero,
+                       np.count_nonzero, np.any, np.all, np.unique, np.searchsorted):
+            _FUNCTIONS[theirs] = _on_values(theirs)
+    return _FUNCTIONS
+
+
+def _values(x):
+    if isinstance(x, Tensor):
+        return x.numpy()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_values(item) for item in x)
+    return x
+
+
+def _on_values(function):
+    def call(*args, **kwargs):
+        return function(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
+
+    return call
+
+
+def _array_function(self, func, types, args, kwargs):
+    implementation = _numpy_functions().get(func)
+    if implementation is None:
+        raise TypeError(
+            f"numpy.{func.__name__} has no differentiable dagrad version; use dagrad.numpy, or .numpy() "
+            f"for a value without gradient (at {user_line()})"
+        )
+    return implementation(*args, **kwargs)
+
+
 Tensor.__array_ufunc__ = _array_ufunc
+Tensor.__array_function__ = _array_function

@@ -7,6 +7,8 @@ tangent): each op below declares one rule per input and uses it for both.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._core.op import apply, defop
@@ -68,20 +70,68 @@ def _minimum_rule(first):
 maximum = _elementwise("maximum", np.maximum, (_maximum_rule(True), _maximum_rule(False)), 2)
 minimum = _elementwise("minimum", np.minimum, (_minimum_rule(True), _minimum_rule(False)), 2)
 
+true_divide = divide
+
+
+def _mod_rule_divisor(g, out, x, y):
+    # x mod y = x - floor(x / y) * y; PyTorch's remainder has the same derivative
+    return -g * floor(x / y)
+
+
+mod = _elementwise("mod", np.mod, (lambda g, out, x, y: g, _mod_rule_divisor), 2)
+
 negative = _elementwise("negative", np.negative, (lambda g, out, x: -g,), 1)
 positive = _elementwise("positive", np.positive, (lambda g, out, x: g,), 1)
 abs = _elementwise("abs", np.abs, (lambda g, out, x: g * sign(x),), 1)  # abs'(0) = 0
-sign = _elementwise("sign", np.sign, None, 1)
+absolute = abs
+reciprocal = _elementwise("reciprocal", np.reciprocal, (lambda g, out, x: -g * (out * out),), 1)
+square = _elementwise("square", np.square, (lambda g, out, x: g * (x * 2),), 1)
+
+# piecewise constant: the derivative is zero (not missing), as in PyTorch and JAX
+_ZERO = (lambda g, out, x, **attrs: g * 0,)
+sign = _elementwise("sign", np.sign, _ZERO, 1)
+floor = _elementwise("floor", np.floor, _ZERO, 1)
+ceil = _elementwise("ceil", np.ceil, _ZERO, 1)
+_round = defop("round", lambda x, decimals: np.round(x, decimals), vjp=_ZERO, jvp=_ZERO,
+               shape=lambda shape, decimals: shape)
+
+
+def round(x, decimals=0):
+    """Rounds half to even, as `np.round`; the gradient is zero."""
+    return apply(_round, (x,), {"decimals": int(decimals)})
+
+
+_round.function = round
 
 # -- exponentials and powers
+_LN2, _LN10 = math.log(2.0), math.log(10.0)  # Python floats: weakly typed, float32 stays float32
 exp = _elementwise("exp", np.exp, (lambda g, out, x: g * out,), 1)
+exp2 = _elementwise("exp2", np.exp2, (lambda g, out, x: g * (out * _LN2),), 1)
+expm1 = _elementwise("expm1", np.expm1, (lambda g, out, x: g * (out + 1),), 1)
 log = _elementwise("log", np.log, (lambda g, out, x: g / x,), 1)
+log2 = _elementwise("log2", np.log2, (lambda g, out, x: g / (x * _LN2),), 1)
+log10 = _elementwise("log10", np.log10, (lambda g, out, x: g / (x * _LN10),), 1)
+log1p = _elementwise("log1p", np.log1p, (lambda g, out, x: g / (x + 1),), 1)
 sqrt = _elementwise("sqrt", np.sqrt, (lambda g, out, x: g / (out * 2),), 1)
 
 # -- trigonometric and hyperbolic
 sin = _elementwise("sin", np.sin, (lambda g, out, x: g * cos(x),), 1)
 cos = _elementwise("cos", np.cos, (lambda g, out, x: -(g * sin(x)),), 1)
+tan = _elementwise("tan", np.tan, (lambda g, out, x: g * (1 + out * out),), 1)
+arcsin = _elementwise("arcsin", np.arcsin, (lambda g, out, x: g / sqrt(1 - x * x),), 1)
+arccos = _elementwise("arccos", np.arccos, (lambda g, out, x: -g / sqrt(1 - x * x),), 1)
+arctan = _elementwise("arctan", np.arctan, (lambda g, out, x: g / (1 + x * x),), 1)
+arctan2 = _elementwise(
+    "arctan2", np.arctan2,
+    (lambda g, out, y, x: g * x / (x * x + y * y), lambda g, out, y, x: -g * y / (x * x + y * y)), 2,
+)
+hypot = _elementwise("hypot", np.hypot, (lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out), 2)
+sinh = _elementwise("sinh", np.sinh, (lambda g, out, x: g * cosh(x),), 1)
+cosh = _elementwise("cosh", np.cosh, (lambda g, out, x: g * sinh(x),), 1)
 tanh = _elementwise("tanh", np.tanh, (lambda g, out, x: g * (1 - out * out),), 1)
+arcsinh = _elementwise("arcsinh", np.arcsinh, (lambda g, out, x: g / sqrt(x * x + 1),), 1)
+arccosh = _elementwise("arccosh", np.arccosh, (lambda g, out, x: g / sqrt(x * x - 1),), 1)
+arctanh = _elementwise("arctanh", np.arctanh, (lambda g, out, x: g / (1 - x * x),), 1)
 
 
 # -- activations
@@ -94,6 +144,26 @@ def _sigmoid(x):
 sigmoid = _elementwise("sigmoid", _sigmoid, (lambda g, out, x: g * (out * (1 - out)),), 1)
 relu = _elementwise("relu", lambda x: np.maximum(x, 0), (lambda g, out, x: where(x > 0, g, 0),), 1)  # relu'(0) = 0
 
+
+def _softplus(x):
+    # log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|)
+    return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))[()]
+
+
+softplus = _elementwise("softplus", _softplus, (lambda g, out, x: g * sigmoid(x),), 1)
+
+_erf_object = np.frompyfunc(math.erf, 1, 1)  # exact to double precision, NumPy has no erf of its own
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf(x):
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype.kind == "f" else np.float64
+    return np.asarray(_erf_object(x), dtype=dtype)[()]
+
+
+erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1)
+
 # -- selection
 where = defop(
     "where",
@@ -103,13 +173,80 @@ where = defop(
     shape=broadcast_shapes,
 ).function
 
-# -- comparisons: bool results, no gradient
+def _fmax_rule(first, wins):
+    # NaN-ignoring max/min: the side that is chosen takes the gradient; a tie goes to the first
+    # argument, as torch.fmax/fmin
+    def rule(g, out, x, y):
+        chosen = logical_or(wins(x, y), isnan(y))
+        return where(chosen, g, 0) if first else where(chosen, 0, g)
+
+    return rule
+
+
+_first_wins_max = lambda x, y: x >= y  # noqa: E731
+_first_wins_min = lambda x, y: x <= y  # noqa: E731
+fmax = _elementwise("fmax", np.fmax, (_fmax_rule(True, _first_wins_max), _fmax_rule(False, _first_wins_max)), 2)
+fmin = _elementwise("fmin", np.fmin, (_fmax_rule(True, _first_wins_min), _fmax_rule(False, _first_wins_min)), 2)
+
+
+def _clip_mask(x, lo, hi):
+    """Where x lies inside [lo, hi] (bounds may be None), as torch.clamp: the bounds count as inside."""
+    inside = True
+    if lo is not None:
+        inside = logical_and(inside, x >= lo)
+    if hi is not None:
+        inside = logical_and(inside, x <= hi)
+    return inside
+
+
+def _clip_low_wins(x, lo, hi):
+    # np.clip is minimum(maximum(x, lo), hi): lo is the result where x < lo, unless hi is below it
+    return x < lo if hi is None else logical_and(x < lo, lo < hi)
+
+
+def _clip_high_wins(x, lo, hi):
+    return x > hi if lo is None else logical_or(x > hi, lo > hi)
+
+
+# the masks match torch.clamp, including its ties (a bound equal to x passes the gradient to x)
+_clip = defop(
+    "clip",
+    lambda x, lo, hi: np.clip(x, lo, hi),
+    vjp=(
+        lambda g, out, x, lo, hi: where(_clip_mask(x, lo, hi), g, 0),
+        lambda g, out, x, lo, hi: where(_clip_low_wins(x, lo, hi), g, 0),
+        lambda g, out, x, lo, hi: where(_clip_high_wins(x, lo, hi), g, 0),
+    ),
+    jvp=(
+        lambda t, out, x, lo, hi: where(_clip_mask(x, lo, hi), t, 0),
+        lambda t, out, x, lo, hi: where(_clip_low_wins(x, lo, hi), t, 0),
+        lambda t, out, x, lo, hi: where(_clip_high_wins(x, lo, hi), t, 0),
+    ),
+    shape=lambda x, lo, hi: broadcast_shapes(x, lo, hi),
+)
+
+
+def clip(x, a_min=None, a_max=None):
+    """`x` limited to [a_min, a_max] (either may be None), as `np.clip`; the bounds may be tensors."""
+    if a_min is None and a_max is None:
+        raise ValueError("clip: a_min and a_max cannot both be None")
+    return apply(_clip, (x, a_min, a_max))
+
+
+_clip.function = clip
+
+# -- comparisons and tests: bool results, no gradient
 equal = _elementwise("equal", np.equal, None, 2)
 not_equal = _elementwise("not_equal", np.not_equal, None, 2)
 less = _elementwise("less", np.less, None, 2)
 less_equal = _elementwise("less_equal", np.less_equal, None, 2)
 greater = _elementwise("greater", np.greater, None, 2)
 greater_equal = _elementwise("greater_equal", np.greater_equal, None, 2)
+isfinite = _elementwise("isfinite", np.isfinite, None, 1)
+isnan = _elementwise("isnan", np.isnan, None, 1)
+logical_and = _elementwise("logical_and", np.logical_and, None, 2)
+logical_or = _elementwise("logical_or", np.logical_or, None, 2)
+logical_not = _elementwise("logical_not", np.logical_not, None, 1)
 
 
 # -- casting

@@ -8,8 +8,8 @@ import numpy as np
 
 from .._core.op import apply, defop
 from .._core.shapes import normalize_axis, reduced_shape
-from .elementwise import astype, equal, where
-from .shape import broadcast_to, reshape
+from .elementwise import astype, equal, logical_and, logical_not, where
+from .shape import broadcast_to, flip, reshape
 
 
 def _shape(x):
@@ -79,6 +79,50 @@ _max = _extremum_op("max", np.max)
 _min = _extremum_op("min", np.min)
 
 
+def _prod_weights(x, axis):
+    """d prod / d x: the product of the other entries, exact when x has zeros (as PyTorch)."""
+    nonzero = x != 0
+    zeros = sum(logical_not(nonzero), axis=axis, keepdims=True)
+    x_safe = where(nonzero, x, 1)
+    others = prod(x_safe, axis=axis, keepdims=True)
+    # no zero: prod / x; one zero: the zero's slot gets the product of the rest; more: all 0
+    return where(zeros == 0, others / x_safe, where(logical_and(zeros == 1, logical_not(nonzero)), others, 0))
+
+
+_prod = defop(
+    "prod",
+    lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+    vjp=(lambda g, out, x, axis, keepdims: _keep(g, _shape(x), axis, keepdims) * _prod_weights(x, axis),),
+    jvp=(lambda t, out, x, axis, keepdims: sum(t * _prod_weights(x, axis), axis=axis, keepdims=keepdims),),
+    shape=_reduction_shape,
+)
+
+
+def _cumsum_shape(shape, axis):
+    return (None if None in shape else int(np.prod(shape)),) if axis is None else tuple(shape)
+
+
+def _reverse_cumsum(g, axis):
+    return flip(cumsum(flip(g, axis), axis), axis)
+
+
+_cumsum = defop(
+    "cumsum",
+    lambda x, axis: np.cumsum(x, axis=axis),
+    vjp=(lambda g, out, x, axis: reshape(_reverse_cumsum(g, 0), _shape(x)) if axis is None
+         else _reverse_cumsum(g, axis),),
+    jvp=(lambda t, out, x, axis: cumsum(t, axis),),
+    shape=_cumsum_shape,
+)
+
+def _arg_shape(shape, axis, keepdims):
+    return reduced_shape(shape, None if axis is None else (axis,), keepdims)
+
+
+_argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
+_argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
+
+
 def _ndim(x):
     return len(_shape(x))
 
@@ -117,6 +161,58 @@ def min(x, axis=None, keepdims=False):
     return apply(_min, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
+amax = max
+amin = min
+
+
+def prod(x, axis=None, keepdims=False):
+    """Product over `axis`, as `np.prod`; the gradient is exact where entries are zero."""
+    return apply(_prod, (x,), {"axis": normalize_axis(axis, _ndim(x), "prod"), "keepdims": bool(keepdims)})
+
+
+def var(x, axis=None, ddof=0, keepdims=False):
+    """Variance over `axis` with `ddof` delta degrees of freedom, as `np.var`."""
+    axes = normalize_axis(axis, _ndim(x), "var")
+    shape = _shape(x)
+    count = int(np.prod([shape[a] for a in (range(len(shape)) if axes is None else axes)]))
+    centred = x - mean(x, axis=axes, keepdims=True)
+    return sum(centred * centred, axis=axes, keepdims=keepdims) / builtins.max(count - ddof, 0)
+
+
+def std(x, axis=None, ddof=0, keepdims=False):
+    """Standard deviation over `axis`, as `np.std`; its gradient is 0 where it is 0 (as PyTorch)."""
+    return _std_sqrt.function(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+# sqrt whose derivative is 0 at 0 instead of inf: std of constant data has gradient 0 in PyTorch
+_std_sqrt = defop(
+    "std_sqrt",
+    np.sqrt,
+    vjp=(lambda g, out, v: where(out == 0, 0, g / where(out == 0, 1, out * 2)),),
+    jvp=(lambda t, out, v: where(out == 0, 0, t / where(out == 0, 1, out * 2)),),
+    shape=lambda shape: shape,
+    nargs=1,
+)
+
+
+def cumsum(x, axis=None):
+    """Cumulative sum along `axis` (of the flattened array when None), as `np.cumsum`."""
+    axes = None if axis is None else normalize_axis(axis, _ndim(x), "cumsum")[0]
+    return apply(_cumsum, (x,), {"axis": axes})
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the maximum (no gradient), as `np.argmax`."""
+    axes = None if axis is None else normalize_axis(axis, _ndim(x), "argmax")[0]
+    return apply(_argmax, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index of the minimum (no gradient), as `np.argmin`."""
+    axes = None if axis is None else normalize_axis(axis, _ndim(x), "argmin")[0]
+    return apply(_argmin, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+
+
 def _check_nonempty(x, axes, name):
     shape = _shape(x)
     sizes = shape if axes is None else [shape[a] for a in axes]
@@ -127,3 +223,7 @@ def _check_nonempty(x, axes, name):
 _sum.function = sum
 _max.function = max
 _min.function = min
+_prod.function = prod
+_cumsum.function = cumsum
+_argmax.function = argmax
+_argmin.function = argmin

@@ -6,6 +6,7 @@ import numpy as np
 
 from .._core.op import apply, defop
 from .._core.shapes import broadcast_shapes, normalize_axis
+from .elementwise import where
 
 
 def _shape(x):
@@ -285,3 +286,133 @@ _squeeze.function = squeeze
 _getitem.function = getitem
 _index_add.function = index_add
 _concatenate.function = concatenate
+
+
+# -- composites: exact gradients come from getitem / broadcast_to / reshape
+def _axes_in_order(axis, ndim, op_name):
+    """`axis` as a tuple of non-negative axes in the order given (NumPy's normalize_axis_tuple)."""
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{op_name}: axis {a} is out of bounds for an array of dimension {ndim}")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op_name}: repeated axis in {axis}")
+    return tuple(out)
+
+
+def ravel(x):
+    """`x` flattened to one dimension, as `np.ravel`."""
+    return reshape(x, (-1,))
+
+
+def flip(x, axis=None):
+    """`x` with the order of elements reversed along `axis` (all axes when None), as `np.flip`."""
+    ndim = _ndim(x)
+    axes = range(ndim) if axis is None else _axes_in_order(axis, ndim, "flip")
+    index = [slice(None)] * ndim
+    for a in axes:
+        index[a] = slice(None, None, -1)
+    return getitem(x, tuple(index))
+
+
+def moveaxis(x, source, destination):
+    """`x` with axes moved from `source` to `destination`, as `np.moveaxis`."""
+    ndim = _ndim(x)
+    source = _axes_in_order(source, ndim, "moveaxis")
+    destination = _axes_in_order(destination, ndim, "moveaxis")
+    if len(source) != len(destination):
+        raise ValueError("moveaxis: source and destination must have the same number of elements")
+    order = [n for n in range(ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(x, order)
+
+
+def split(x, indices_or_sections, axis=0):
+    """A list of sub-arrays of `x` along `axis`, as `np.split`."""
+    shape = _shape(x)
+    axis = normalize_axis(axis, len(shape), "split")[0]
+    n = shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or n % sections:
+            raise ValueError(f"split: array split does not result in an equal division ({n} into {sections})")
+        bounds = [n // sections * i for i in range(sections + 1)]
+    else:
+        bounds = [0, *[int(i) for i in indices_or_sections], n]
+    lead = (slice(None),) * axis
+    return [getitem(x, lead + (slice(start, stop),)) for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
+def repeat(x, repeats, axis=None):
+    """Each element of `x` repeated `repeats` times along `axis` (flattened when None), as `np.repeat`."""
+    if axis is None:
+        x, axis = ravel(x), 0
+    shape = _shape(x)
+    axis = normalize_axis(axis, len(shape), "repeat")[0]
+    if isinstance(repeats, (int, np.integer)):
+        # a new axis broadcast to `repeats` and merged: the gradient sums the copies
+        wide = broadcast_to(expand_dims(x, axis + 1), shape[: axis + 1] + (int(repeats),) + shape[axis + 1 :])
+        return reshape(wide, shape[:axis] + (shape[axis] * int(repeats),) + shape[axis + 1 :])
+    index = np.repeat(np.arange(shape[axis]), np.asarray(repeats))
+    return getitem(x, (slice(None),) * axis + (index,))
+
+
+def tile(x, reps):
+    """`x` repeated `reps` times along each axis, as `np.tile`."""
+    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    shape = _shape(x)
+    ndim = max(len(reps), len(shape))
+    reps = (1,) * (ndim - len(reps)) + reps
+    shape = (1,) * (ndim - len(shape)) + tuple(shape)
+    # interleave a broadcast axis before each axis: (r0, s0, r1, s1, ...) -> (r0*s0, r1*s1, ...)
+    spread = reshape(x, tuple(n for s in shape for n in (1, s)))
+    spread = broadcast_to(spread, tuple(n for r, s in zip(reps, shape) for n in (r, s)))
+    return reshape(spread, tuple(r * s for r, s in zip(reps, shape)))
+
+
+_GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad(x, pad_width, mode="constant", constant_values=0):
+    """`x` padded by `pad_width`, as `np.pad` in modes constant, edge, reflect, symmetric and wrap."""
+    shape = _shape(x)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(shape), 2))
+    if (widths < 0).any():
+        raise ValueError(f"pad: negative pad width in {pad_width}")
+    if mode == "constant":
+        padded = tuple(int(n + w[0] + w[1]) for n, w in zip(shape, widths))
+        inner = tuple(slice(int(w[0]), int(w[0]) + n) for n, w in zip(shape, widths))
+        out = index_add(x, inner, padded)
+        if np.any(np.asarray(constant_values) != 0):
+            border = np.pad(np.zeros(shape, _dtype(x)), widths, constant_values=constant_values)
+            out = out + border
+        return out
+    if mode in _GATHER_PAD_MODES:
+        # each output position reads one input position: np.pad of the indices says which
+        for axis, (before, after) in enumerate(widths):
+            if before or after:
+                index = np.pad(np.arange(shape[axis]), (int(before), int(after)), mode=mode)
+                x = getitem(x, (slice(None),) * axis + (index,))
+        return x
+    raise ValueError(f"pad: mode {mode!r} is not supported; use one of constant, {', '.join(_GATHER_PAD_MODES)}")
+
+
+def _where_triangle(x, k, keep):
+    shape = _shape(x)
+    if len(shape) < 2:  # NumPy broadcasts a vector to a square matrix first
+        x = broadcast_to(x, (shape[0], shape[0]) if shape else (1, 1))
+        shape = _shape(x)
+    return where(keep(np.ones(shape[-2:], dtype=bool), int(k)), x, 0)
+
+
+def triu(x, k=0):
+    """The upper triangle of (the last two axes of) `x`, the rest zero, as `np.triu`."""
+    return _where_triangle(x, k, np.triu)
+
+
+def tril(x, k=0):
+    """The lower triangle of (the last two axes of) `x`, the rest zero, as `np.tril`."""
+    return _where_triangle(x, k, np.tril)
