@@ -45,7 +45,7 @@ def shape_and_axis(draw):
 
 
 @settings(max_examples=80, deadline=None)
-@given(case=shape_and_axis(), name=st.sampled_from(["sum", "mean", "max", "min"]))
+@given(case=shape_and_axis(), name=st.sampled_from(["sum", "mean", "max", "min", "prod", "var", "std"]))
 def test_reduction_shapes_and_gradient_shapes(case, name):
     shape, axis, keepdims = case
     x = np.random.default_rng(1).standard_normal(shape)
@@ -53,8 +53,21 @@ def test_reduction_shapes_and_gradient_shapes(case, name):
     out = getattr(dg, name)(t, axis=axis, keepdims=keepdims)
     expected = getattr(np, name)(x, axis=axis, keepdims=keepdims)
     assert out.shape == np.shape(expected)
-    np.testing.assert_allclose(out.numpy(), expected)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12, atol=1e-12)
     out.sum().backward()
     assert t.grad.shape == shape
     if name == "sum":
         np.testing.assert_array_equal(t.grad.numpy(), np.ones(shape))
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), data=st.data())
+def test_cumsum_and_arg_reductions_follow_numpy(shape, data):
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+    x = np.random.default_rng(2).standard_normal(shape)
+    t = dg.tensor(x, requires_grad=True)
+    out = dg.cumsum(t, axis=axis)
+    np.testing.assert_allclose(out.numpy(), np.cumsum(x, axis=axis), rtol=1e-12)
+    out.sum().backward()
+    assert t.grad.shape == shape
+    np.testing.assert_array_equal(dg.argmax(t, axis=axis).numpy(), np.argmax(x, axis=axis))
