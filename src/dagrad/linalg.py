@@ -1,0 +1,18 @@
+"""`dagrad.linalg`: NumPy's `numpy.linalg` functions on dagrad values, with gradients.
+
+Each works on a matrix or a stack of matrices (..., n, n) and follows NumPy's semantics
+(`solve` with NumPy 2's rule: `b` is a vector only when it is 1-D). Derivatives follow
+PyTorch's conventions: `cholesky` gives the symmetric gradient, `norm` has gradient 0 at
+x == 0, and `slogdet`'s sign has no gradient.
+
+>>> import numpy as np
+>>> from dagrad import linalg
+>>> linalg.solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([1.0, 1.0]))
+array([0.5 , 0.25])
+"""
+
+from __future__ import annotations
+
+from .ops.linalg import cholesky, det, inv, norm, slogdet, solve
+
+__all__ = ["cholesky", "det", "inv", "norm", "slogdet", "solve"]
