@@ -16,7 +16,7 @@ from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, gradcheck
 from . import numpy  # noqa: E402
-# LINALG-PENDING from . import linalg
+from . import linalg
 from .numpy import (  # every op under its NumPy name (the same functions as dagrad.numpy)
     abs, absolute, add, amax, amin, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
     argmax, argmin, astype, broadcast_to, ceil, clip, concatenate, cos, cosh, cumsum, divide, equal,
@@ -29,6 +29,6 @@ from .numpy import (  # every op under its NumPy name (the same functions as dag
     true_divide, var, where,
 )
 from .ops.shape import getitem, index_add
-# LINALG-PENDING from .numpy import diag, dot, einsum, inner, norm, outer, tensordot, trace, vdot
+from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 
 __version__ = "0.1.0"

@@ -46,12 +46,14 @@ from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
     nan,
     ndarray,
     newaxis,
+    ones,
     pi,
     random,
     uint8,
+    zeros,
 )
 
-# LINALG-PENDING from . import linalg
+from . import linalg
 from ._core.tensor import Tensor
 from .ops.elementwise import (
     abs,
@@ -116,9 +118,7 @@ from .ops.elementwise import (
     true_divide,
     where,
 )
-from .ops.linalg import matmul
-
-# LINALG-PENDING from .ops.linalg import diag, dot, einsum, inner, outer, tensordot, trace, vdot
+from .ops.linalg import diag, diagonal, dot, einsum, inner, matmul, outer, tensordot, trace, vdot
 from .ops.nn import log_softmax, logsumexp, softmax
 from .ops.reduce import amax, amin, argmax, argmin, cumsum, max, mean, min, prod, std, sum, var
 from .ops.shape import (
@@ -142,7 +142,7 @@ from .ops.shape import (
 )
 
 remainder = mod
-# LINALG-PENDING norm = linalg.norm
+norm = linalg.norm
 
 
 def _has_tensor(obj):

@@ -50,7 +50,7 @@ for _function in (
     reduce.sum, reduce.mean, reduce.prod, reduce.max, reduce.min, reduce.var, reduce.std,
     reduce.cumsum, reduce.argmax, reduce.argmin,
     sh.squeeze, sh.swapaxes, sh.broadcast_to, sh.ravel, sh.repeat, sh.expand_dims,
-    linalg.matmul,
+    linalg.matmul, linalg.dot, linalg.trace, linalg.diagonal,
 ):
     setattr(Tensor, _function.__name__, _function)
 
@@ -115,7 +115,7 @@ def _numpy_functions():
             ours, theirs = getattr(dnp, name), getattr(np, name, None)
             if callable(ours) and callable(theirs) and getattr(ours, "__module__", "").startswith("dagrad"):
                 _FUNCTIONS[theirs] = ours
-        for name in dir(getattr(dnp, "linalg", None)):  # LINALG-PENDING
+        for name in dir(dnp.linalg):
             theirs = getattr(np.linalg, name, None)
             if callable(theirs) and not name.startswith("_"):
                 _FUNCTIONS[theirs] = getattr(dnp.linalg, name)
