@@ -255,8 +255,8 @@ COMPOSITES = [
     Case("triu", lambda x: dg.triu(x, 1), lambda x: np.triu(x, 1), ((2, 3, 3),)),
     Case("tril", dg.tril, np.tril, ((3, 4),)),
     Case("remainder", dg.remainder, np.remainder, ((3,), (3,)), low=0.5),
-    Case("dot", lambda a, b: a.dot(b), lambda a, b: a.dot(b), ((2, 3), (3, 2)), name="a.dot(b)"),
-    Case("trace", lambda a: a.trace(), lambda a: a.trace(), ((3, 3),), name="a.trace()"),
+    Case("dot", lambda a, b: dg.Tensor.dot(a, b), lambda a, b: a.dot(b), ((2, 3), (3, 2)), name="Tensor.dot"),
+    Case("trace", lambda a: dg.Tensor.trace(a), lambda a: a.trace(), ((3, 3),), name="Tensor.trace"),
 ]
 
 # -- families kept in their own files (each appends rows with `case`)

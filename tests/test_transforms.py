@@ -233,3 +233,11 @@ def test_jacobians_of_pytree_outputs():
         np.testing.assert_allclose(j["a"], 2 * np.eye(2))
         np.testing.assert_allclose(j["b"][0], [1.0, 1.0])
         np.testing.assert_allclose(j["b"][1], [1.0, 0.0])
+
+
+def test_numpy_conversion_of_a_traced_value_is_an_error_not_a_silent_constant():
+    a = np.ones((2, 2))
+    with pytest.raises(TypeError, match="derivative would be lost"):
+        dg.grad(lambda x: dg.sum(a.dot(x)))(np.ones(2))
+    with pytest.raises(TypeError, match="derivative would be lost"):
+        dg.jvp(lambda x: np.asarray(x), (np.ones(2),), (np.ones(2),))

@@ -176,6 +176,13 @@ class Tensor:
         return self.numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if self._level:
+            # a traced value turned into a plain array would silently lose its derivative
+            raise TypeError(
+                "a value traced by a transform (dg.grad, dg.jvp, ...) cannot become a NumPy array: its "
+                "derivative would be lost. Use dagrad.numpy functions or Tensor methods instead of NumPy's "
+                f"(e.g. dnp.dot(a, x), not a.dot(x) with a NumPy a) at {user_line()}"
+            )
         arr = self.numpy()
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)

@@ -54,7 +54,8 @@ def _extremum_weights(x, out, axis, keepdims):
     """1/count where x attains the extremum along `axis`, else 0: ties share evenly (as torch.amax)."""
     shape = _shape(x)
     hits = equal(x, _keep(out, shape, axis, keepdims))
-    count = np.sum(np.asarray(hits), axis=axis, keepdims=True)  # not differentiable: plain NumPy
+    hits_values = hits.numpy() if hasattr(hits, "numpy") else hits
+    count = np.sum(hits_values, axis=axis, keepdims=True)  # not differentiable: plain NumPy
     return where(hits, astype(1.0 / count, _dtype(x)), 0)
 
 
