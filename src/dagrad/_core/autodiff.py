@@ -15,24 +15,13 @@ import numpy as np
 
 from .errors import user_line
 from .op import REGISTRY, make_dual
+from .shapes import dtype_of as _dtype
+from .shapes import shape_of as _shape
 from .tensor import Dual, Tensor, _grad_mode, _leaf
 
 _next_level = itertools.count(1).__next__
 
 
-def _shape(x) -> tuple:
-    try:
-        return x.shape
-    except AttributeError:
-        return np.shape(x)
-
-
-def _dtype(x):
-    try:
-        dtype = x.dtype
-    except AttributeError:
-        return np.asarray(x).dtype
-    return dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
 
 
 def _unbroadcast(ct, shape):

@@ -2,6 +2,28 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+
+def shape_of(x) -> tuple:
+    """The shape of an array, Tensor or Python number (cheap for arrays: the hot path uses it)."""
+    try:
+        return x.shape
+    except AttributeError:
+        return np.shape(x)
+
+
+def ndim_of(x) -> int:
+    return len(shape_of(x))
+
+
+def dtype_of(x) -> np.dtype:
+    """The dtype of an array, Tensor or Python number (a Python float is float64, as NumPy)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return np.asarray(x).dtype
+    return dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+
 
 def broadcast_shapes(*shapes) -> tuple:
     """NumPy broadcasting of shapes whose entries may be None (unknown)."""

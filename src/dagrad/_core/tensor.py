@@ -265,12 +265,6 @@ class Dual(Tensor):
         return f"Dual(primal={self._value!r}, tangent={self._tangent!r}, level={self._level})"
 
 
-def _dtype_of(value):
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return np.asarray(value).dtype
-    return dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
-
 
 _SUPPORTED_KINDS = "biuf"
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._core.op import apply, defop
 from .._core.shapes import broadcast_shapes
+from .._core.shapes import dtype_of as _dtype
 
 
 def _elementwise(name, forward, rules, nargs):
@@ -261,10 +262,6 @@ _astype = defop(
     jvp=(lambda t, out, x, dtype: astype(t, dtype),),
     shape=_astype_shape,
 )
-
-
-def _dtype(x):
-    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
 def astype(x, dtype):

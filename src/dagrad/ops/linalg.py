@@ -16,16 +16,12 @@ import numpy as np
 from .._core.errors import user_line
 from .._core.op import apply, defop
 from .._core.shapes import broadcast_shapes, normalize_axis, reduced_shape
+from .._core.shapes import dtype_of as _dtype
+from .._core.shapes import ndim_of as _ndim
+from .._core.shapes import shape_of as _shape
 from .elementwise import abs, astype, equal, multiply, not_equal, power, where
 from .reduce import max, min, sum
 from .shape import broadcast_to, expand_dims, getitem, index_add, reshape, squeeze, swapaxes, transpose
-
-
-def _ndim(x):
-    try:
-        return len(x.shape)
-    except AttributeError:
-        return np.ndim(x)
 
 
 def _matmul_shape(a, b):
@@ -79,18 +75,6 @@ matmul = defop(
 # their values agree with NumPy and their derivatives come from those primitives for free.
 # `einsum` gets its own rule because writing a general contraction as transposes, diagonals
 # and matmuls would take many nodes per call and lose the readable one-line listing.
-
-
-def _shape(x):
-    try:
-        return x.shape
-    except AttributeError:
-        return np.shape(x)
-
-
-def _dtype(x):
-    dtype = getattr(x, "dtype", None)
-    return np.asarray(x).dtype if dtype is None else np.dtype(dtype)
 
 
 def _size(shape):

@@ -8,19 +8,11 @@ import numpy as np
 
 from .._core.op import apply, defop
 from .._core.shapes import normalize_axis, reduced_shape
+from .._core.shapes import dtype_of as _dtype
+from .._core.shapes import ndim_of as _ndim
+from .._core.shapes import shape_of as _shape
 from .elementwise import astype, equal, logical_and, logical_not, where
 from .shape import broadcast_to, flip, reshape
-
-
-def _shape(x):
-    try:
-        return x.shape
-    except AttributeError:
-        return np.shape(x)
-
-
-def _dtype(x):
-    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
 def _reduction_shape(shape, axis, keepdims):
@@ -122,10 +114,6 @@ def _arg_shape(shape, axis, keepdims):
 
 _argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
 _argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
-
-
-def _ndim(x):
-    return len(_shape(x))
 
 
 def sum(x, axis=None, keepdims=False):

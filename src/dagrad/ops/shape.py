@@ -6,22 +6,10 @@ import numpy as np
 
 from .._core.op import apply, defop
 from .._core.shapes import broadcast_shapes, normalize_axis
+from .._core.shapes import dtype_of as _dtype
+from .._core.shapes import ndim_of as _ndim
+from .._core.shapes import shape_of as _shape
 from .elementwise import where
-
-
-def _shape(x):
-    try:
-        return x.shape
-    except AttributeError:
-        return np.shape(x)
-
-
-def _ndim(x):
-    return len(_shape(x))
-
-
-def _dtype(x):
-    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
 # -- reshape
