@@ -72,6 +72,18 @@ def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None):
     return op
 
 
+def public(op):
+    """Decorator: the decorated wrapper (which normalises arguments into attrs) becomes the
+    op's user-facing function in place of the generic one `defop` made."""
+
+    def register(function):
+        op.function = function
+        function.op = op
+        return function
+
+    return register
+
+
 def _call_forward(op, values, attrs):
     try:
         if attrs is None:

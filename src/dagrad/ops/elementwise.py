@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .._core.op import apply, defop
+from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes
 from .._core.shapes import dtype_of as _dtype
 
@@ -97,12 +97,11 @@ _round = defop("round", lambda x, decimals: np.round(x, decimals), vjp=_ZERO, jv
                shape=lambda shape, decimals: shape)
 
 
+@public(_round)
 def round(x, decimals=0):
     """Rounds half to even, as `np.round`; the gradient is zero."""
     return apply(_round, (x,), {"decimals": int(decimals)})
 
-
-_round.function = round
 
 # -- exponentials and powers
 _LN2, _LN10 = math.log(2.0), math.log(10.0)  # Python floats: weakly typed, float32 stays float32
@@ -227,14 +226,13 @@ _clip = defop(
 )
 
 
+@public(_clip)
 def clip(x, a_min=None, a_max=None):
     """`x` limited to [a_min, a_max] (either may be None), as `np.clip`; the bounds may be tensors."""
     if a_min is None and a_max is None:
         raise ValueError("clip: a_min and a_max cannot both be None")
     return apply(_clip, (x, a_min, a_max))
 
-
-_clip.function = clip
 
 # -- comparisons and tests: bool results, no gradient
 equal = _elementwise("equal", np.equal, None, 2)
@@ -264,6 +262,7 @@ _astype = defop(
 )
 
 
+@public(_astype)
 def astype(x, dtype):
     """`x` cast to `dtype`; casting to a non-float dtype cuts the gradient."""
     dtype = np.dtype(dtype)
@@ -273,6 +272,3 @@ def astype(x, dtype):
         if isinstance(x, Tensor):
             x = x.detach()
     return apply(_astype, (x,), {"dtype": dtype})
-
-
-_astype.function = astype

@@ -14,7 +14,7 @@ from collections import Counter, namedtuple
 import numpy as np
 
 from .._core.errors import user_line
-from .._core.op import apply, defop
+from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes, normalize_axis, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
@@ -373,6 +373,7 @@ _einsum = defop(
 )
 
 
+@public(_einsum)
 def einsum(subscripts, *operands, optimize=None):
     """Einstein summation, as `np.einsum`: explicit ('ij,jk->ik') and implicit ('ij,jk')
     output, '...' broadcasting, repeated subscripts (diagonals, traces).
@@ -403,9 +404,6 @@ def einsum(subscripts, *operands, optimize=None):
     elif isinstance(optimize, list):
         optimize = tuple(tuple(p) if isinstance(p, list) else p for p in optimize)
     return apply(_einsum, operands, {"subscripts": canonical, "optimize": optimize})
-
-
-_einsum.function = einsum
 
 
 # ---------------------------------------------------------------- diagonals
@@ -513,6 +511,7 @@ _inv = defop(
 )
 
 
+@public(_inv)
 def inv(a):
     """Inverse of a square matrix or of each in a stack (..., n, n), as `np.linalg.inv`.
 
@@ -535,6 +534,7 @@ _det = defop(
 )
 
 
+@public(_det)
 def det(a):
     """Determinant of a square matrix or of each in a stack (..., n, n), as `np.linalg.det`.
 
@@ -612,6 +612,7 @@ _solve = defop(
 )
 
 
+@public(_solve)
 def solve(a, b):
     """The solution x of `a @ x = b`, as `np.linalg.solve` (NumPy 2: `b` is a vector only when
     1-D, else a stack of matrices (..., M, K); batch dimensions broadcast).
@@ -666,6 +667,7 @@ _cholesky = defop(
 )
 
 
+@public(_cholesky)
 def cholesky(a, /, *, upper=False):
     """Cholesky factor of a symmetric positive-definite matrix (or stack), as `np.linalg.cholesky`:
     lower-triangular L with `a = L @ L.T` (or upper U = L.T with `upper=True`).
@@ -795,9 +797,3 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if axes[0] == axes[1]:
         raise _fail(f"linalg.norm: duplicate axes {axis!r}")
     return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
-
-
-_inv.function = inv
-_det.function = det
-_solve.function = solve
-_cholesky.function = cholesky

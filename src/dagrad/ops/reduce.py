@@ -6,7 +6,7 @@ import builtins
 
 import numpy as np
 
-from .._core.op import apply, defop
+from .._core.op import apply, defop, public
 from .._core.shapes import normalize_axis, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
@@ -116,6 +116,7 @@ _argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keep
 _argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
 
 
+@public(_sum)
 def sum(x, axis=None, keepdims=False):
     """Sum over `axis` (None: all), as `np.sum`.
 
@@ -136,6 +137,7 @@ def mean(x, axis=None, keepdims=False):
     return total / count
 
 
+@public(_max)
 def max(x, axis=None, keepdims=False):
     """Maximum over `axis`; the gradient is shared evenly among ties (as `torch.amax`)."""
     axes = normalize_axis(axis, _ndim(x), "max")
@@ -143,6 +145,7 @@ def max(x, axis=None, keepdims=False):
     return apply(_max, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
+@public(_min)
 def min(x, axis=None, keepdims=False):
     """Minimum over `axis`; the gradient is shared evenly among ties (as `torch.amin`)."""
     axes = normalize_axis(axis, _ndim(x), "min")
@@ -154,6 +157,7 @@ amax = max
 amin = min
 
 
+@public(_prod)
 def prod(x, axis=None, keepdims=False):
     """Product over `axis`, as `np.prod`; the gradient is exact where entries are zero."""
     return apply(_prod, (x,), {"axis": normalize_axis(axis, _ndim(x), "prod"), "keepdims": bool(keepdims)})
@@ -184,18 +188,21 @@ _std_sqrt = defop(
 )
 
 
+@public(_cumsum)
 def cumsum(x, axis=None):
     """Cumulative sum along `axis` (of the flattened array when None), as `np.cumsum`."""
     axes = None if axis is None else normalize_axis(axis, _ndim(x), "cumsum")[0]
     return apply(_cumsum, (x,), {"axis": axes})
 
 
+@public(_argmax)
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum (no gradient), as `np.argmax`."""
     axes = None if axis is None else normalize_axis(axis, _ndim(x), "argmax")[0]
     return apply(_argmax, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
+@public(_argmin)
 def argmin(x, axis=None, keepdims=False):
     """Index of the minimum (no gradient), as `np.argmin`."""
     axes = None if axis is None else normalize_axis(axis, _ndim(x), "argmin")[0]
@@ -207,12 +214,3 @@ def _check_nonempty(x, axes, name):
     sizes = shape if axes is None else [shape[a] for a in axes]
     if builtins.any(n == 0 for n in sizes):
         raise ValueError(f"{name}: zero-size reduction over shape {tuple(shape)} has no identity")
-
-
-_sum.function = sum
-_max.function = max
-_min.function = min
-_prod.function = prod
-_cumsum.function = cumsum
-_argmax.function = argmax
-_argmin.function = argmin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.op import apply, defop
+from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes, normalize_axis
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
@@ -34,6 +34,7 @@ _reshape = defop(
 )
 
 
+@public(_reshape)
 def reshape(x, shape, *more):
     """`x` with a new shape (one entry may be -1), as `np.reshape`."""
     if more:
@@ -65,6 +66,7 @@ _transpose = defop(
 )
 
 
+@public(_transpose)
 def transpose(x, axes=None):
     """Permutes the axes (reverses them by default), as `np.transpose`."""
     ndim = _ndim(x)
@@ -96,6 +98,7 @@ _broadcast_to = defop(
 )
 
 
+@public(_broadcast_to)
 def broadcast_to(x, shape):
     """`x` broadcast to `shape`, as `np.broadcast_to`."""
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -118,6 +121,7 @@ _expand_dims = defop(
 )
 
 
+@public(_expand_dims)
 def expand_dims(x, axis):
     """`x` with new size-1 axes at `axis` (int or tuple), as `np.expand_dims`."""
     axes = normalize_axis(axis, _ndim(x) + (1 if isinstance(axis, int) else len(axis)), "expand_dims")
@@ -137,6 +141,7 @@ _squeeze = defop(
 )
 
 
+@public(_squeeze)
 def squeeze(x, axis=None):
     """`x` without size-1 axes (all of them, or those in `axis`), as `np.squeeze`."""
     shape = _shape(x)
@@ -203,11 +208,13 @@ _index_add = defop(
 )
 
 
+@public(_getitem)
 def getitem(x, index):
     """`x[index]`: basic slices, integer arrays and boolean masks, as NumPy indexes."""
     return apply(_getitem, (x,), {"index": normalize_index(index)})
 
 
+@public(_index_add)
 def index_add(values, index, shape):
     """Zeros of `shape` with `values` added at `index` (the adjoint of `getitem`)."""
     return apply(_index_add, (values,), {"index": normalize_index(index), "shape": tuple(shape)})
@@ -245,6 +252,7 @@ _concatenate = defop(
 )
 
 
+@public(_concatenate)
 def concatenate(arrays, axis=0):
     """Joins arrays along an existing axis, as `np.concatenate`."""
     arrays = tuple(arrays)
@@ -264,16 +272,6 @@ def stack(arrays, axis=0):
         raise ValueError(f"stack: all arrays must have the same shape, got {sorted(shapes)}")
     axis = normalize_axis(axis, _ndim(arrays[0]) + 1, "stack")[0]
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
-
-
-_reshape.function = reshape
-_transpose.function = transpose
-_broadcast_to.function = broadcast_to
-_expand_dims.function = expand_dims
-_squeeze.function = squeeze
-_getitem.function = getitem
-_index_add.function = index_add
-_concatenate.function = concatenate
 
 
 # -- composites: exact gradients come from getitem / broadcast_to / reshape
