@@ -15,18 +15,21 @@ from ._core.autodiff import grad, hessian, jacfwd, jacobian, jvp, value_and_grad
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, gradcheck
+from .static import (
+    Graph, Session, Variable, assign, constant, get_default_graph, gradients, group, placeholder, reset_default_graph,
+)
 from . import numpy  # noqa: E402
 from . import linalg
 from .numpy import (  # every op under its NumPy name (the same functions as dagrad.numpy)
     abs, absolute, add, amax, amin, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
     argmax, argmin, astype, broadcast_to, ceil, clip, concatenate, cos, cosh, cumsum, divide, equal,
-    erf, exp, exp2, expand_dims, expm1, flip, floor, fmax, fmin, greater, greater_equal, hypot,
+    erf, exp, exp2, expand_dims, expm1, flip, floor, full_like, fmax, fmin, greater, greater_equal, hypot,
     isfinite, isnan, less, less_equal, log, log1p, log2, log10, log_softmax, logical_and,
     logical_not, logical_or, logsumexp, matmul, max, maximum, mean, min, minimum, mod, moveaxis,
     multiply, negative, not_equal, pad, positive, power, prod, ravel, reciprocal, relu, remainder,
     repeat, reshape, round, sigmoid, sign, sin, sinh, softmax, softplus, split, sqrt, square,
     squeeze, stack, std, subtract, sum, swapaxes, tan, tanh, tile, transpose, tril, triu,
-    true_divide, var, where,
+    true_divide, var, where, zeros_like, ones_like,
 )
 from .ops.shape import getitem, index_add
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot

@@ -80,6 +80,7 @@ from .ops.elementwise import (
     floor,
     fmax,
     fmin,
+    full_like,
     greater,
     greater_equal,
     hypot,
@@ -100,6 +101,7 @@ from .ops.elementwise import (
     multiply,
     negative,
     not_equal,
+    ones_like,
     positive,
     power,
     reciprocal,
@@ -117,6 +119,7 @@ from .ops.elementwise import (
     tanh,
     true_divide,
     where,
+    zeros_like,
 )
 from .ops.linalg import diag, diagonal, dot, einsum, inner, matmul, outer, tensordot, trace, vdot
 from .ops.nn import log_softmax, logsumexp, softmax
@@ -190,15 +193,3 @@ def ndim(x):
 
 def size(x):
     return x.size if isinstance(x, Tensor) else _np.size(x)
-
-
-def zeros_like(x, dtype=None):
-    return _np.zeros(shape(x), dtype or _np.asarray(x).dtype)
-
-
-def ones_like(x, dtype=None):
-    return _np.ones(shape(x), dtype or _np.asarray(x).dtype)
-
-
-def full_like(x, fill_value, dtype=None):
-    return _np.full(shape(x), fill_value, dtype or _np.asarray(x).dtype)

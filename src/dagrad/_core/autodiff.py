@@ -47,10 +47,12 @@ def _freed_error(node):
     )
 
 
-def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
+def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, targets=None, within=None):
     """Propagates `cotangents` from `roots` through the graph of `level`.
 
-    Returns {leaf: cotangent} for the requires-grad leaves reached, in the order reached.
+    Returns {leaf: cotangent} for the requires-grad leaves reached, in the order reached,
+    and for the nodes in `targets` (when given) that were reached. `within` (when given)
+    limits the sweep to those nodes: the ones on a path to a target.
     In graph mode the rules run on the Tensors themselves (recording the backward pass);
     otherwise on the values one level down (raw arrays for eager tensors). `free` drops
     each visited node's inputs as it goes, releasing the values they kept alive (as
@@ -70,6 +72,8 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)
+        if targets is not None and node in targets:
+            leaves[node] = g  # complete: every consumer of node has been visited
         inputs = node.inputs
         if inputs is None:
             raise _freed_error(node)
@@ -101,7 +105,9 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False):
             values = [a._value if type(a) is Tensor and a._level == level else a for a in inputs]
         joint = None if type(rules) is tuple else rules(g, out, *values, **(attrs or {}))
         for i, a in enumerate(inputs):
-            if not (type(a) is Tensor and a._requires_grad and a._level == level):
+            if not (isinstance(a, Tensor) and a._requires_grad and a._level == level):
+                continue
+            if within is not None and a not in within:
                 continue
             if joint is None:
                 rule = rules[i]

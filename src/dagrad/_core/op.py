@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
 from .errors import op_error
+from .shapes import shape_of
 from .tensor import Dual, Tensor, _grad_mode, _leaf, _new
 
 REGISTRY: dict[str, Op] = {}
@@ -115,12 +114,19 @@ def _result(op, out, inputs, attrs, record, level=0):
 def apply(op, args, attrs=None):
     """Runs `op` on `args` (a tuple), dispatching on the highest transform level present."""
     top = None
+    symbolic = False
     for a in args:
-        if isinstance(a, Tensor) and (top is None or a._level > top._level):
-            top = a
+        if isinstance(a, Tensor):
+            symbolic = symbolic or a._symbolic
+            if top is None or a._level > top._level:
+                top = a
     if top is None:
         return _call_forward(op, args, attrs)
     level = top._level
+    if symbolic and level == 0:  # a static graph: build a node instead of computing
+        from ..static.graph import build
+
+        return build(op, args, attrs)
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)
     values = tuple(a._value if isinstance(a, Tensor) and a._level == level else a for a in args)
@@ -164,8 +170,8 @@ def _apply_forward_mode(op, args, attrs, level):
         tangent = rules(tangents, out, *primals, **kw)
     if tangent is None:
         return out
-    out_shape = np.shape(out)
-    if np.shape(tangent) != out_shape:
+    out_shape = shape_of(out)
+    if shape_of(tangent) != out_shape:
         tangent = REGISTRY["broadcast_to"].function(tangent, out_shape)
     return make_dual(out, tangent, level)
 

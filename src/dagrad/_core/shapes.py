@@ -5,6 +5,30 @@ from __future__ import annotations
 import numpy as np
 
 
+class SymbolicShape(tuple):
+    """A shape with unknown (None) sizes that remembers whose shape it is.
+
+    Derivative rules restore shapes with `reshape(g, x.shape)` and the like; when a static
+    graph's `x.shape` has unknown sizes, the op takes them from `ref` when the graph runs.
+    """
+
+    def __new__(cls, dims, ref):
+        shape = super().__new__(cls, dims)
+        shape.ref = ref
+        return shape
+
+    def derive(self, dims):
+        """A shape of the same rank whose unknown sizes are still `ref`'s."""
+        return SymbolicShape(dims, self.ref) if len(dims) == len(self) else tuple(dims)
+
+
+def runtime_shape(shape, ref):
+    """`shape` with its unknown sizes taken from the runtime array `ref` (given when shape has None)."""
+    if not ref:
+        return shape
+    return tuple(actual if n is None else n for n, actual in zip(shape, np.shape(ref[0])))
+
+
 def shape_of(x) -> tuple:
     """The shape of an array, Tensor or Python number (cheap for arrays: the hot path uses it)."""
     try:
@@ -68,5 +92,6 @@ def normalize_axis(axis, ndim, op_name="op") -> tuple | None:
 def reduced_shape(shape, axis, keepdims) -> tuple:
     axes = range(len(shape)) if axis is None else axis
     if keepdims:
-        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+        kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+        return shape.derive(kept) if isinstance(shape, SymbolicShape) else kept
     return tuple(n for i, n in enumerate(shape) if i not in axes)

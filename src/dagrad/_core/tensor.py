@@ -94,6 +94,7 @@ class Tensor:
 
     __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "grad", "_level", "_seq", "__weakref__")
     __array_priority__ = 1000
+    _symbolic = False  # True for the nodes of static graphs, which have no value
 
     def __init__(self, data, dtype=None, requires_grad=False):
         value = _as_array(data, dtype, "dg.Tensor")

@@ -248,6 +248,30 @@ logical_or = _elementwise("logical_or", np.logical_or, None, 2)
 logical_not = _elementwise("logical_not", np.logical_not, None, 1)
 
 
+# -- constant arrays shaped like another (no gradient: their values do not depend on x's)
+_full_like = defop(
+    "full_like",
+    lambda x, fill_value, dtype: np.full_like(x, fill_value, dtype=dtype),
+    shape=lambda shape, fill_value, dtype: shape,
+)
+
+
+@public(_full_like)
+def full_like(x, fill_value, dtype=None):
+    """An array of `fill_value` with x's shape (and dtype unless given), as `np.full_like`."""
+    return apply(_full_like, (x,), {"fill_value": fill_value, "dtype": None if dtype is None else np.dtype(dtype)})
+
+
+def zeros_like(x, dtype=None):
+    """Zeros with x's shape and dtype, as `np.zeros_like`."""
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x, dtype=None):
+    """Ones with x's shape and dtype, as `np.ones_like`."""
+    return full_like(x, 1, dtype)
+
+
 # -- casting
 def _astype_shape(shape, dtype):
     return shape

@@ -11,7 +11,7 @@ from .._core.shapes import normalize_axis, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
-from .elementwise import astype, equal, logical_and, logical_not, where
+from .elementwise import astype, equal, logical_and, logical_not, maximum, ones_like, where
 from .shape import broadcast_to, flip, reshape
 
 
@@ -126,15 +126,23 @@ def sum(x, axis=None, keepdims=False):
     return apply(_sum, (x,), {"axis": normalize_axis(axis, _ndim(x), "sum"), "keepdims": bool(keepdims)})
 
 
+def _count(x, axes, keepdims):
+    """How many elements each reduction over `axes` sees: a number, or, where a static graph
+    does not know the sizes yet, a node that counts them when it runs."""
+    shape = _shape(x)
+    sizes = [shape[a] for a in (range(len(shape)) if axes is None else axes)]
+    if None not in sizes:
+        return int(np.prod(sizes))
+    return sum(ones_like(x, dtype=_dtype(x) if _dtype(x).kind == "f" else np.float64), axis=axes, keepdims=keepdims)
+
+
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (None: all), as `np.mean`: a sum divided by the count."""
     axes = normalize_axis(axis, _ndim(x), "mean")
-    shape = _shape(x)
-    count = int(np.prod([shape[a] for a in (range(len(shape)) if axes is None else axes)]))
     total = sum(x, axis=axes, keepdims=keepdims)
     if _dtype(x).kind != "f":
         total = astype(total, np.float64)
-    return total / count
+    return total / _count(x, axes, keepdims)
 
 
 @public(_max)
@@ -166,10 +174,10 @@ def prod(x, axis=None, keepdims=False):
 def var(x, axis=None, ddof=0, keepdims=False):
     """Variance over `axis` with `ddof` delta degrees of freedom, as `np.var`."""
     axes = normalize_axis(axis, _ndim(x), "var")
-    shape = _shape(x)
-    count = int(np.prod([shape[a] for a in (range(len(shape)) if axes is None else axes)]))
     centred = x - mean(x, axis=axes, keepdims=True)
-    return sum(centred * centred, axis=axes, keepdims=keepdims) / builtins.max(count - ddof, 0)
+    count = _count(x, axes, keepdims)
+    dof = builtins.max(count - ddof, 0) if isinstance(count, int) else maximum(count - ddof, 0)
+    return sum(centred * centred, axis=axes, keepdims=keepdims) / dof
 
 
 def std(x, axis=None, ddof=0, keepdims=False):

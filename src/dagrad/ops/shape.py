@@ -5,31 +5,44 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.op import apply, defop, public
-from .._core.shapes import broadcast_shapes, normalize_axis
+from .._core.errors import user_line
+from .._core.shapes import SymbolicShape, broadcast_shapes, normalize_axis, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .elementwise import where
 
 
+# Ops that take a target shape (reshape, broadcast_to, index_add) accept one with unknown
+# (None) sizes in a static graph when it is some node's SymbolicShape: that node becomes an
+# extra, non-differentiable input (`source`) whose runtime shape fills in the unknown sizes.
+def _shape_source(shape):
+    return shape.ref if isinstance(shape, SymbolicShape) and None in shape else None
+
+
+def _target_shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(None if n is None else int(n) for n in shape)
+
+
 # -- reshape
-def _reshape_shape(in_shape, shape):
-    new_shape = shape
-    known = [n for n in new_shape if n != -1]
-    if -1 not in new_shape:
-        return tuple(new_shape)
+def _reshape_shape(in_shape, *source_shape, shape):
+    if -1 not in shape:
+        return tuple(shape)
+    known = [n for n in shape if n != -1]
     if None in in_shape or None in known:
-        return tuple(None if n == -1 else n for n in new_shape)
+        return tuple(None if n == -1 else n for n in shape)
     total = int(np.prod(in_shape))
     rest = int(np.prod(known))
-    return tuple(total // rest if n == -1 else n for n in new_shape)
+    return tuple(total // rest if n == -1 else n for n in shape)
 
 
 _reshape = defop(
     "reshape",
-    lambda x, shape: np.reshape(x, shape),
-    vjp=(lambda g, out, x, shape: reshape(g, _shape(x)),),
-    jvp=(lambda t, out, x, shape: reshape(t, shape),),
+    lambda x, *source, shape: np.reshape(x, runtime_shape(shape, source)),
+    vjp=(lambda g, out, x, *source, shape: reshape(g, _shape(x)),),
+    jvp=(lambda t, out, x, *source, shape: reshape(t, _shape(out)),),
     shape=_reshape_shape,
 )
 
@@ -39,17 +52,18 @@ def reshape(x, shape, *more):
     """`x` with a new shape (one entry may be -1), as `np.reshape`."""
     if more:
         shape = (shape, *more)
-    elif isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    shape = tuple(int(n) for n in shape)
+    source = _shape_source(shape)
+    shape = _target_shape(shape)
+    if source is None and None in shape:
+        if shape.count(None) != 1 or -1 in shape:
+            raise ValueError(f"reshape: target shape {shape} has unknown sizes that cannot be inferred ({user_line()})")
+        shape = tuple(-1 if n is None else n for n in shape)  # one unknown size: NumPy infers it
     in_shape = _shape(x)
-    if None not in in_shape:
-        shape = _reshape_shape(in_shape, shape)
+    if None not in in_shape and None not in shape:
+        shape = _reshape_shape(in_shape, shape=shape)
         if int(np.prod(shape)) != int(np.prod(in_shape)):
-            from .._core.errors import user_line
-
             raise ValueError(f"reshape: cannot reshape shape {tuple(in_shape)} into shape {shape} at {user_line()}")
-    return apply(_reshape, (x,), {"shape": shape})
+    return apply(_reshape, (x,) if source is None else (x, source), {"shape": shape})
 
 
 # -- transpose
@@ -91,18 +105,19 @@ def swapaxes(x, axis1, axis2):
 # -- broadcasting and size-1 axes
 _broadcast_to = defop(
     "broadcast_to",
-    lambda x, shape: np.broadcast_to(x, shape),
-    vjp=(lambda g, out, x, shape: g,),  # the engine sums g back down to x's shape
-    jvp=(lambda t, out, x, shape: broadcast_to(t, shape),),
-    shape=lambda x_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
+    lambda x, *source, shape: np.broadcast_to(x, runtime_shape(shape, source)),
+    vjp=(lambda g, out, x, *source, shape: g,),  # the engine sums g back down to x's shape
+    jvp=(lambda t, out, x, *source, shape: broadcast_to(t, _shape(out)),),
+    shape=lambda x_shape, *source_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
 )
 
 
 @public(_broadcast_to)
 def broadcast_to(x, shape):
     """`x` broadcast to `shape`, as `np.broadcast_to`."""
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return apply(_broadcast_to, (x,), {"shape": shape})
+    source = _shape_source(shape)
+    shape = _target_shape(shape)
+    return apply(_broadcast_to, (x,) if source is None else (x, source), {"shape": shape})
 
 
 def _expand_dims_shape(shape, axis):
@@ -178,12 +193,17 @@ def _is_basic(index):
     return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer)) for p in parts)
 
 
+_UNKNOWN = 2**40  # stands in for an unknown size when finding a result shape; no memory is used
+
+
 def _index_shape(shape, index):
-    return np.broadcast_to(np.empty((), np.int8), shape)[index].shape
+    dims = tuple(_UNKNOWN if n is None else n for n in shape)
+    out = np.broadcast_to(np.empty((), np.int8), dims)[index].shape
+    return tuple(None if n >= _UNKNOWN // 2 else n for n in out)
 
 
-def _index_add_forward(g, index, shape):
-    out = np.zeros(shape, _dtype(g))
+def _index_add_forward(g, *source, index, shape):
+    out = np.zeros(runtime_shape(shape, source), _dtype(g))
     if _is_basic(index):
         out[index] = g  # basic indices select each element at most once
     else:
@@ -202,9 +222,9 @@ _getitem = defop(
 _index_add = defop(
     "index_add",
     _index_add_forward,
-    vjp=(lambda g, out, v, index, shape: getitem(g, index),),
-    jvp=(lambda t, out, v, index, shape: index_add(t, index, shape),),
-    shape=lambda v_shape, index, shape: tuple(shape),
+    vjp=(lambda g, out, v, *source, index, shape: getitem(g, index),),
+    jvp=(lambda t, out, v, *source, index, shape: index_add(t, index, _shape(out)),),
+    shape=lambda v_shape, *source_shape, index, shape: tuple(shape),
 )
 
 
@@ -217,7 +237,9 @@ def getitem(x, index):
 @public(_index_add)
 def index_add(values, index, shape):
     """Zeros of `shape` with `values` added at `index` (the adjoint of `getitem`)."""
-    return apply(_index_add, (values,), {"index": normalize_index(index), "shape": tuple(shape)})
+    source = _shape_source(shape)
+    attrs = {"index": normalize_index(index), "shape": _target_shape(shape)}
+    return apply(_index_add, (values,) if source is None else (values, source), attrs)
 
 
 # -- joining

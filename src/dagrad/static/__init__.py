@@ -1,0 +1,9 @@
+"""Static graphs (define, then run): placeholders, variables, a Session, symbolic gradients."""
+
+from .graph import Graph, Symbol, Variable, constant, get_default_graph, placeholder, reset_default_graph
+from .session import Session, assign, gradients, group
+
+__all__ = [
+    "Graph", "Symbol", "Variable", "constant", "get_default_graph", "placeholder", "reset_default_graph",
+    "Session", "assign", "gradients", "group",
+]

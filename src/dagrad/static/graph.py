@@ -1,0 +1,354 @@
+"""Static graphs: Symbols (placeholders, variables, constants, op nodes) and the Graph.
+
+A Symbol is a Tensor without a value: the same IR node (op, inputs, attrs) with its shape
+(entries may be None) and dtype inferred when it is built. Any op with a Symbol among its
+arguments builds a node in that Symbol's graph instead of computing; eager Tensors used
+beside Symbols enter the graph as constants.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .._core.errors import user_line
+from .._core.op import next_seq
+from .._core.shapes import SymbolicShape, broadcast_shapes
+from .._core.tensor import Tensor, _new
+
+__all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph"]
+
+
+class _Local(threading.local):
+    def __init__(self):
+        self.stack = []
+        self.default = None
+
+
+_local = _Local()
+
+
+def get_default_graph():
+    """The innermost `with graph:` of this thread, else the thread's default graph."""
+    if _local.stack:
+        return _local.stack[-1]
+    if _local.default is None:
+        _local.default = Graph()
+    return _local.default
+
+
+def reset_default_graph():
+    """Replaces this thread's default graph with a new, empty one."""
+    if _local.stack:
+        raise RuntimeError("reset_default_graph() inside a `with graph:` block; leave the block first")
+    _local.default = Graph()
+    return _local.default
+
+
+class Graph:
+    """A static graph: nodes in the order they were built. Use it as a context manager.
+
+    >>> import dagrad as dg
+    >>> g = dg.Graph()
+    >>> with g:
+    ...     x = dg.placeholder((None, 3), name="x")
+    ...     y = (x * 2.0).sum(axis=1)
+    >>> print(g)
+    %x = placeholder : (None, 3) float64
+    %1 = multiply(%x, 2.0) : (None, 3) float64
+    %2 = sum(%1, axis=(1,), keepdims=False) : (None,) float64
+    """
+
+    def __init__(self):
+        self.nodes = []
+        self._names = {}
+
+    def __enter__(self):
+        _local.stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.stack.pop()
+
+    def _add(self, node, name):
+        if name is not None:
+            base, k = str(name), 1
+            name = base
+            while name in self._names:
+                name = f"{base}_{k}"
+                k += 1
+            self._names[name] = node
+        node.name = name
+        node.graph = self
+        self.nodes.append(node)
+        return node
+
+    def __getitem__(self, name):
+        return self._names[name]
+
+    @property
+    def variables(self):
+        return [n for n in self.nodes if n.kind == "variable"]
+
+    def __len__(self):
+        return len(self.nodes)
+
+    def listing(self):
+        """One line per node: `%7 = matmul(%3, %5) : (None, 10) float64`."""
+        labels = {}
+        lines = []
+        for i, node in enumerate(self.nodes):
+            labels[node] = f"%{node.name}" if node.name else f"%{i}"
+            lines.append(_line(node, labels))
+        return "\n".join(lines)
+
+    __str__ = listing
+
+    def __repr__(self):
+        return f"<dagrad.Graph with {len(self.nodes)} nodes>"
+
+
+def _show(value, labels):
+    if isinstance(value, Symbol):
+        return labels.get(value, "%?")
+    if isinstance(value, (int, float, bool, np.number)) or value is None:
+        return repr(value.item() if isinstance(value, np.number) else value)
+    arr = np.asarray(value)
+    if arr.size <= 4 and arr.dtype.kind in "biuf":
+        return np.array2string(arr, separator=", ")
+    return f"array{arr.shape} {arr.dtype}"
+
+
+def _line(node, labels):
+    shape = tuple(node._shape)
+    head = f"{labels[node]} = "
+    if node.op is None:
+        body = node.kind
+    else:
+        args = [_show(a, labels) for a in node.inputs]
+        args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
+        body = f"{node.op.name}({', '.join(args)})"
+    return f"{head}{body} : {shape} {node._dtype}"
+
+
+class Symbol(Tensor):
+    """A node of a static graph: a value that exists only inside `Session.run`."""
+
+    __slots__ = ("_shape", "_dtype", "graph", "name", "kind", "_data", "where", "trainable")
+    _symbolic = True
+
+    @property
+    def shape(self):
+        shape = self._shape
+        return SymbolicShape(shape, self) if None in shape else shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        if None in self._shape:
+            raise TypeError(f"the size of {self._label()} is unknown until Session.run: its shape is {self._shape}")
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    def _label(self):
+        return f"symbolic tensor {self.name!r}" if self.name else "a symbolic tensor"
+
+    def _no_value(self, what):
+        return TypeError(
+            f"{what} of {self._label()}: its value exists only inside Session.run; fetch it with "
+            f"sess.run(t) (at {user_line()})"
+        )
+
+    def numpy(self):
+        raise self._no_value("numpy()")
+
+    def item(self):
+        raise self._no_value("item()")
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._no_value("np.asarray()")
+
+    def __bool__(self):
+        raise TypeError(
+            f"bool() of {self._label()}: its value exists only inside Session.run, so Python control flow "
+            f"cannot depend on it; use dg.where(condition, a, b) (at {user_line()})"
+        )
+
+    def __float__(self):
+        raise self._no_value("float()")
+
+    def __int__(self):
+        raise self._no_value("int()")
+
+    def __index__(self):
+        raise self._no_value("use as an index")
+
+    def __len__(self):
+        n = self._shape[0] if self._shape else None
+        if n is None:
+            raise TypeError(f"len() of {self._label()} with shape {self._shape} is not known before Session.run")
+        return n
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def backward(self, *args, **kwargs):
+        raise TypeError("backward() on a symbolic tensor: in a static graph use dg.gradients(ys, xs)")
+
+    @property
+    def value(self):
+        """A Variable's (or constant's) current value; settable on Variables."""
+        if self.kind not in ("variable", "constant"):
+            raise self._no_value(".value")
+        return self._data
+
+    @value.setter
+    def value(self, new):
+        if self.kind != "variable":
+            raise TypeError(f"only a Variable's value can be set, not a {self.kind}'s")
+        self._data = _checked_value(new, self._shape, self._dtype, f"Variable {self.name!r}")
+
+    def assign(self, expr):
+        """An update node: running it sets this Variable to `expr` (read before any update of that run)."""
+        from .session import assign
+
+        return assign(self, expr)
+
+    def assign_add(self, expr):
+        return self.assign(self + expr)
+
+    def assign_sub(self, expr):
+        return self.assign(self - expr)
+
+    def __repr__(self):
+        label = f" {self.name!r}" if self.name else ""
+        what = self.kind if self.op is None else self.op.name
+        return f"<Symbol{label} {what} : {tuple(self._shape)} {self._dtype}>"
+
+
+def _checked_value(value, shape, dtype, what):
+    arr = np.asarray(value.numpy() if isinstance(value, Tensor) and not isinstance(value, Symbol) else value)
+    if not np.can_cast(arr.dtype, dtype, "same_kind"):
+        raise TypeError(f"{what}: a value of dtype {arr.dtype} does not fit dtype {dtype}")
+    if not _shape_fits(arr.shape, shape):
+        raise ValueError(f"{what}: a value of shape {arr.shape} does not fit shape {tuple(shape)}")
+    return np.array(arr, dtype=dtype)
+
+
+def _shape_fits(actual, declared):
+    return len(actual) == len(declared) and all(d is None or a == d for a, d in zip(actual, declared))
+
+
+def _symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requires_grad=False, name=None):
+    s = _new(Symbol)
+    s._value = s  # a symbol stands for its own value: rules run on it and build nodes
+    s.op, s.inputs, s.attrs = op, inputs, attrs
+    s._requires_grad = requires_grad
+    s.grad = None
+    s._level = 0
+    s._seq = next_seq()
+    s._shape = tuple(None if n is None else int(n) for n in shape)
+    s._dtype = np.dtype(dtype)
+    s.kind = kind
+    s._data = None
+    s.trainable = False
+    s.where = user_line()
+    return graph._add(s, name)
+
+
+def placeholder(shape, dtype="float64", name=None):
+    """A graph input fed at `Session.run`; sizes may be None (any size).
+
+    >>> import dagrad as dg
+    >>> with dg.Graph():
+    ...     x = dg.placeholder((None, 64), name="x")
+    >>> x.shape
+    (None, 64)
+    """
+    if shape is None or isinstance(shape, (int, np.integer)):
+        raise TypeError(f"placeholder: shape must be a tuple (None for an unknown size), got {shape!r}")
+    dtype = np.dtype(dtype)
+    return _symbol(get_default_graph(), "placeholder", shape, dtype, requires_grad=dtype.kind == "f", name=name)
+
+
+def constant(value, dtype=None, name=None):
+    """A constant node of the default graph."""
+    data = np.array(value.numpy() if isinstance(value, Tensor) else value, dtype=dtype)
+    node = _symbol(get_default_graph(), "constant", data.shape, data.dtype, name=name)
+    node._data = data
+    return node
+
+
+def Variable(value, name=None, trainable=True, dtype=None):
+    """A graph variable: its value lives between runs, `.value` reads and sets it.
+
+    >>> import dagrad as dg, numpy as np
+    >>> with dg.Graph():
+    ...     w = dg.Variable(np.zeros(3), name="w")
+    >>> w.value = [1.0, 2.0, 3.0]
+    >>> w.value
+    array([1., 2., 3.])
+    """
+    data = np.array(value.numpy() if isinstance(value, Tensor) else value, dtype=dtype)
+    if data.dtype.kind not in "biuf":
+        raise TypeError(f"Variable: unsupported dtype {data.dtype}")
+    node = _symbol(get_default_graph(), "variable", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
+                   name=name)
+    node._data = data
+    node.trainable = bool(trainable)
+    return node
+
+
+def build(op, args, attrs):
+    """The node for `op` applied to `args`, at least one of them a Symbol (called by dispatch)."""
+    graph = None
+    inputs = []
+    for a in args:
+        if isinstance(a, Symbol):
+            if graph is None:
+                graph = a.graph
+            elif a.graph is not graph:
+                raise ValueError(f"{op.name}: inputs come from different graphs (at {user_line()})")
+            inputs.append(a)
+        elif isinstance(a, Tensor):
+            inputs.append(a.numpy())  # an eager value used in a graph is a constant there
+        else:
+            inputs.append(a)
+    shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
+    try:
+        shape = op.shape(*shapes, **(attrs or {}))
+    except Exception as err:
+        described = ", ".join(str(tuple(s)) for s in shapes)
+        kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+        raise kind(f"{op.name}: {err} (input shapes {described}) at {user_line()}") from None
+    dtype = _infer_dtype(op, inputs, attrs)
+    requires_grad = op.differentiable and dtype.kind == "f" and any(
+        isinstance(a, Symbol) and a._requires_grad for a in inputs
+    )
+    return _symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs, requires_grad)
+
+
+def _infer_dtype(op, inputs, attrs):
+    """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
+    elementwise = op.shape is broadcast_shapes
+    dummies = []
+    for a in inputs:
+        if isinstance(a, Symbol):
+            shape = () if elementwise else tuple(1 if n is None else n for n in a._shape)
+            dummies.append(np.broadcast_to(np.ones((), a._dtype), shape))
+        else:
+            dummies.append(a)
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(op.forward(*dummies, **(attrs or {}))).dtype
+    except Exception:  # e.g. a singular stand-in for a linear solve: fall back on type promotion
+        kinds = [np.asarray(a).dtype if not isinstance(a, Symbol) else a._dtype for a in inputs if a is not None]
+        result = np.result_type(*kinds) if kinds else np.dtype(np.float64)
+        return result if result.kind == "f" else np.dtype(np.float64)

@@ -1,0 +1,213 @@
+"""Running static graphs: `Session`, variable updates (`assign`, `group`) and `gradients`.
+
+`Session.run` is an interpreter over the IR: it evaluates, in creation order, exactly the
+nodes the fetches need, each once, with each op's NumPy forward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.autodiff import reverse_sweep, tree_flatten, tree_unflatten
+from .._core.errors import user_line
+from .._core.op import Op
+from .graph import Symbol, _checked_value, _shape_fits, _symbol
+
+# update nodes are not differentiable ops, so they are not in the op registry
+_ASSIGN = Op("assign", lambda variable, value: value, None, None, lambda v, e: v, False)
+_GROUP = Op("group", lambda *updates: None, None, None, lambda *shapes: (), False)
+
+
+def assign(variable, expr):
+    """An update node: running it sets `variable` to `expr`.
+
+    All reads in one `Session.run` see the values from before that run's updates.
+    """
+    if not isinstance(variable, Symbol) or variable.kind != "variable":
+        raise TypeError(f"assign: the target must be a dg.Variable, got {variable!r}")
+    if isinstance(expr, Symbol):
+        if expr.graph is not variable.graph:
+            raise ValueError(f"assign: {expr!r} and {variable!r} belong to different graphs")
+        if not _shape_fits(tuple(1 if n is None else n for n in expr._shape), variable._shape) and not _shape_fits(
+            variable._shape, expr._shape
+        ):
+            raise ValueError(
+                f"assign: a value of shape {expr._shape} cannot be assigned to Variable {variable.name!r} "
+                f"of shape {variable._shape} (at {user_line()})"
+            )
+        if not np.can_cast(expr._dtype, variable._dtype, "same_kind"):
+            raise TypeError(f"assign: dtype {expr._dtype} does not fit Variable {variable.name!r} of {variable._dtype}")
+    else:
+        expr = _checked_value(expr, variable._shape, variable._dtype, f"assign to Variable {variable.name!r}")
+    return _symbol(variable.graph, "assign", variable._shape, variable._dtype, _ASSIGN, (variable, expr))
+
+
+def group(*updates, name=None):
+    """One node that runs all `updates` (e.g. the assignments of a training step)."""
+    updates = [u for u in updates if u is not None]
+    if not updates or not all(isinstance(u, Symbol) for u in updates):
+        raise TypeError("group: expects one or more nodes of a static graph")
+    graph = updates[0].graph
+    return _symbol(graph, "group", (), np.bool_, _GROUP, tuple(updates), name=name)
+
+
+def gradients(ys, xs, grad_ys=None):
+    """Symbolic gradients: nodes computing d(sum of ys)/d x for each x, built in the graph.
+
+    The rules are the same vjp rules eager mode uses, so `gradients` of gradients gives
+    second derivatives. An x that the ys do not depend on gets zeros.
+
+    >>> import dagrad as dg, numpy as np
+    >>> with dg.Graph() as g:
+    ...     x = dg.placeholder((3,), name="x")
+    ...     (dx,) = dg.gradients((x ** 2).sum(), [x])
+    >>> dg.Session(g).run(dx, {x: np.array([1.0, 2.0, 3.0])})
+    array([2., 4., 6.])
+    """
+    from ..numpy import full_like
+
+    single_x = isinstance(xs, Symbol)
+    ys = [ys] if isinstance(ys, Symbol) else list(ys)
+    xs = [xs] if single_x else list(xs)
+    for t in ys + xs:
+        if not isinstance(t, Symbol):
+            raise TypeError(f"gradients: expects nodes of a static graph, got {type(t).__name__}")
+    if grad_ys is None:
+        seeds = [full_like(y, 1) for y in ys]
+    else:
+        seeds = [grad_ys] if not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
+        if len(seeds) != len(ys):
+            raise ValueError(f"gradients: {len(ys)} ys but {len(seeds)} grad_ys")
+    roots = [(y, s) for y, s in zip(ys, seeds) if y._requires_grad]
+    found = {}
+    if roots:
+        between = _between(xs, [y for y, _ in roots])
+        found = reverse_sweep([y for y, _ in roots], [s for _, s in roots], 0, graph_mode=True, targets=set(xs),
+                              within=between)
+    results = [found.get(x) if found.get(x) is not None else full_like(x, 0) for x in xs]
+    return results[0] if single_x else results
+
+
+def _ancestors(nodes):
+    """`nodes` and every node they depend on, in creation order (iteratively)."""
+    seen = {}
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen[node] = True
+        if node.inputs:
+            stack.extend(a for a in node.inputs if isinstance(a, Symbol))
+    return sorted(seen, key=lambda n: n._seq)
+
+
+def _between(xs, ys):
+    """The nodes on some path from an x to a y: only their gradients are worth building."""
+    depends = dict.fromkeys(xs, True)
+    for node in _ancestors(ys):
+        if node not in depends and node.inputs and any(isinstance(a, Symbol) and a in depends for a in node.inputs):
+            depends[node] = True
+    return depends
+
+
+class _Plan:
+    """What one fetch set needs: the nodes in creation order, and the placeholders and updates among them."""
+
+    def __init__(self, fetches):
+        self.order = _ancestors(fetches)
+        self.placeholders = [n for n in self.order if n.kind == "placeholder"]
+        self.assigns = [n for n in self.order if n.kind == "assign"]
+
+
+class Session:
+    """Runs a static graph: `run(fetches, feed_dict)` evaluates what the fetches need.
+
+    >>> import dagrad as dg, numpy as np
+    >>> with dg.Graph() as g:
+    ...     x = dg.placeholder((None,), name="x")
+    ...     w = dg.Variable(2.0, name="w")
+    ...     y = w * x
+    ...     step = w.assign(w + 1.0)
+    >>> sess = dg.Session(g)
+    >>> sess.run([y, step], {x: [1.0, 2.0]})
+    [array([2., 4.]), array(3.)]
+    >>> w.value
+    array(3.)
+    """
+
+    def __init__(self, graph=None):
+        from .graph import get_default_graph
+
+        self.graph = graph if graph is not None else get_default_graph()
+        self._plans = {}
+
+    def run(self, fetches, feed_dict=None):
+        leaves, treedef = tree_flatten(fetches)
+        for f in leaves:
+            if not isinstance(f, Symbol):
+                raise TypeError(f"Session.run: fetch {f!r} is not a node of a static graph (at {user_line()})")
+            if f.graph is not self.graph:
+                raise ValueError(f"Session.run: fetch {f!r} belongs to another graph than this session's")
+        feeds = self._feeds(feed_dict or {})
+        key = tuple(leaves)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan(leaves)
+        missing = [p for p in plan.placeholders if p not in feeds]
+        if missing:
+            names = ", ".join(repr(p.name or p) for p in missing)
+            raise ValueError(f"Session.run: the fetches need placeholder(s) {names}, which feed_dict does not feed")
+        values = self._evaluate(plan, feeds)
+        self._commit(plan, values)
+        return tree_unflatten(treedef, [None if f.kind == "group" else values[f] for f in leaves])
+
+    def _feeds(self, feed_dict):
+        feeds = {}
+        for key, value in feed_dict.items():
+            node = self.graph[key] if isinstance(key, str) else key
+            if not isinstance(node, Symbol) or node.graph is not self.graph:
+                raise ValueError(f"feed_dict: {key!r} is not a node of this session's graph")
+            if node.kind != "placeholder":
+                raise TypeError(f"feed_dict: {node!r} is not a placeholder; only placeholders are fed")
+            if node in feeds:
+                raise ValueError(f"feed_dict: placeholder {node.name!r} is fed twice")
+            feeds[node] = _checked_value(value, node._shape, node._dtype, f"feed for placeholder {node.name!r}")
+        return feeds
+
+    def _evaluate(self, plan, feeds):
+        values = {}
+        for node in plan.order:
+            kind = node.kind
+            if kind == "placeholder":
+                values[node] = feeds[node]
+            elif kind in ("variable", "constant"):
+                values[node] = node._data
+            else:
+                args = [values[a] if isinstance(a, Symbol) else a for a in node.inputs]
+                try:
+                    values[node] = node.op.forward(*args, **(node.attrs or {}))
+                except Exception as err:
+                    shapes = ", ".join(str(np.shape(a)) for a in args)
+                    raise type(err)(
+                        f"{node.op.name} failed in Session.run: {err} (input shapes {shapes}; node built at "
+                        f"{node.where})"
+                    ) from err
+        return values
+
+    def _commit(self, plan, values):
+        """Checks every update of the run, then applies them all (or none)."""
+        updates = {}
+        for node in plan.assigns:
+            variable = node.inputs[0]
+            if variable in updates:
+                raise ValueError(f"Session.run: Variable {variable.name!r} is assigned twice in one run")
+            updates[variable] = _checked_value(values[node], variable._shape, variable._dtype,
+                                               f"update of Variable {variable.name!r}")
+        for variable, new in updates.items():
+            variable._data = new
+        for node in plan.assigns:
+            values[node] = updates[node.inputs[0]]
+
+
+__all__ = ["Session", "assign", "group", "gradients"]
