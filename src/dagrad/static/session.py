@@ -112,12 +112,37 @@ def _between(xs, ys):
 
 
 class _Plan:
-    """What one fetch set needs: the nodes in creation order, and the placeholders and updates among them."""
+    """What one fetch set needs, ready to run: the nodes in creation order as a list of steps.
+
+    Each op node becomes one small closure over value slots, so a run is one loop of calls
+    with no per-node dispatch on kinds or dictionaries (the compile issue generates code).
+    """
 
     def __init__(self, fetches):
         self.order = _ancestors(fetches)
+        self.slot = {node: i for i, node in enumerate(self.order)}
         self.placeholders = [n for n in self.order if n.kind == "placeholder"]
         self.assigns = [n for n in self.order if n.kind == "assign"]
+        self.leaves = [(self.slot[n], n) for n in self.order if n.op is None]
+        self.steps = [(self.slot[n], _step(n, self.slot)) for n in self.order if n.op is not None]
+
+
+def _step(node, slot):
+    """A closure computing `node` from the list of values `v`."""
+    forward, attrs = node.op.forward, node.attrs or {}
+    parts = [(True, slot[a]) if isinstance(a, Symbol) else (False, a) for a in node.inputs]
+    if not attrs and len(parts) == 1 and parts[0][0]:
+        i = parts[0][1]
+        return lambda v: forward(v[i])
+    if not attrs and len(parts) == 2:
+        (a_is_node, a), (b_is_node, b) = parts
+        if a_is_node and b_is_node:
+            return lambda v: forward(v[a], v[b])
+        if a_is_node:
+            return lambda v: forward(v[a], b)
+        if b_is_node:
+            return lambda v: forward(a, v[b])
+    return lambda v: forward(*[v[i] if is_node else i for is_node, i in parts], **attrs)
 
 
 class Session:
@@ -160,7 +185,7 @@ class Session:
             raise ValueError(f"Session.run: the fetches need placeholder(s) {names}, which feed_dict does not feed")
         values = self._evaluate(plan, feeds)
         self._commit(plan, values)
-        return tree_unflatten(treedef, [None if f.kind == "group" else values[f] for f in leaves])
+        return tree_unflatten(treedef, [None if f.kind == "group" else values[plan.slot[f]] for f in leaves])
 
     def _feeds(self, feed_dict):
         feeds = {}
@@ -176,23 +201,20 @@ class Session:
         return feeds
 
     def _evaluate(self, plan, feeds):
-        values = {}
-        for node in plan.order:
-            kind = node.kind
-            if kind == "placeholder":
-                values[node] = feeds[node]
-            elif kind in ("variable", "constant"):
-                values[node] = node._data
-            else:
-                args = [values[a] if isinstance(a, Symbol) else a for a in node.inputs]
-                try:
-                    values[node] = node.op.forward(*args, **(node.attrs or {}))
-                except Exception as err:
-                    shapes = ", ".join(str(np.shape(a)) for a in args)
-                    raise type(err)(
-                        f"{node.op.name} failed in Session.run: {err} (input shapes {shapes}; node built at "
-                        f"{node.where})"
-                    ) from err
+        values = [None] * len(plan.order)
+        for i, node in plan.leaves:
+            values[i] = feeds[node] if node.kind == "placeholder" else node._data
+        k = 0
+        try:
+            for k, (i, step) in enumerate(plan.steps):  # noqa: B007  (k names the failing step)
+                values[i] = step(values)
+        except Exception as err:
+            node = plan.order[plan.steps[k][0]]
+            shapes = ", ".join(str(np.shape(values[plan.slot[a]]) if isinstance(a, Symbol) else np.shape(a))
+                               for a in node.inputs)
+            raise type(err)(
+                f"{node.op.name} failed in Session.run: {err} (input shapes {shapes}; node built at {node.where})"
+            ) from err
         return values
 
     def _commit(self, plan, values):
@@ -202,12 +224,12 @@ class Session:
             variable = node.inputs[0]
             if variable in updates:
                 raise ValueError(f"Session.run: Variable {variable.name!r} is assigned twice in one run")
-            updates[variable] = _checked_value(values[node], variable._shape, variable._dtype,
+            updates[variable] = _checked_value(values[plan.slot[node]], variable._shape, variable._dtype,
                                                f"update of Variable {variable.name!r}")
         for variable, new in updates.items():
             variable._data = new
         for node in plan.assigns:
-            values[node] = updates[node.inputs[0]]
+            values[plan.slot[node]] = updates[node.inputs[0]]
 
 
 __all__ = ["Session", "assign", "group", "gradients"]
