@@ -156,6 +156,102 @@ def bench_overhead(repeats, warmup):
     return times
 
 
+# ---------------------------------------------------------------- (c) static graphs
+
+
+LOGREG = {"n": 500, "features": 64, "classes": 10, "lr": 0.1}
+
+
+def logreg_data():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((LOGREG["n"], LOGREG["features"]))
+    labels = rng.integers(0, LOGREG["classes"], LOGREG["n"])
+    return x, np.eye(LOGREG["classes"])[labels]
+
+
+def logreg_loss(dg, x, onehot, w, b):
+    return -dg.mean(dg.sum(onehot * dg.log_softmax(x @ w + b, axis=1), axis=1))
+
+
+def make_static_contenders():
+    """The chain of (a) and a softmax-regression step, eagerly and through a dg.Session."""
+    import dagrad as dg
+
+    x0 = np.random.default_rng(0).standard_normal(16)
+    with dg.Graph() as chain_graph:
+        xs = dg.placeholder((16,), name="x")
+        ys = chain(xs, dg.sin, dg.tanh, dg.exp, VECTOR_REPS).sum()
+        (gs,) = dg.gradients(ys, [xs])
+    chain_session = dg.Session(chain_graph)
+
+    data, onehot = logreg_data()
+    shape_w, shape_b = (LOGREG["features"], LOGREG["classes"]), (LOGREG["classes"],)
+    with dg.Graph() as logreg_graph:
+        xp = dg.placeholder((None, LOGREG["features"]), name="x")
+        yp = dg.placeholder((None, LOGREG["classes"]), name="y")
+        w = dg.Variable(np.zeros(shape_w), name="w")
+        b = dg.Variable(np.zeros(shape_b), name="b")
+        loss = logreg_loss(dg, xp, yp, w, b)
+        gw, gb = dg.gradients(loss, [w, b])
+        train = dg.group(w.assign(w - LOGREG["lr"] * gw), b.assign(b - LOGREG["lr"] * gb))
+    logreg_session = dg.Session(logreg_graph)
+    feed = {xp: data, yp: onehot}
+    eager_w = dg.tensor(np.zeros(shape_w), requires_grad=True)
+    eager_b = dg.tensor(np.zeros(shape_b), requires_grad=True)
+
+    def eager_step():
+        loss_value = logreg_loss(dg, dg.tensor(data), dg.tensor(onehot), eager_w, eager_b)
+        loss_value.backward()
+        for p in (eager_w, eager_b):
+            p.numpy()[...] -= LOGREG["lr"] * p.grad.numpy()  # in place: the same leaf keeps training
+            p.grad = None
+        return loss_value.item()
+
+    def session_step():
+        logreg_session.run(train, feed)
+
+    contenders = {
+        "chain, eager": (lambda: grad_dagrad(x0), VECTOR_REPS * PATTERN_OPS),
+        "chain, Session": (lambda: chain_session.run([ys, gs], {xs: x0}), VECTOR_REPS * PATTERN_OPS),
+        "logreg step, eager": (eager_step, 1),
+        "logreg step, Session": (session_step, 1),
+    }
+    # the two forms must agree before they are timed
+    if not np.allclose(chain_session.run(gs, {xs: x0}), grad_dagrad(x0), rtol=1e-9, atol=0.0):
+        raise SystemExit("static chain gradient differs from eager")
+    for _ in range(3):
+        eager_step()
+        session_step()
+    if not (np.allclose(eager_w.numpy(), w.value) and np.allclose(eager_b.numpy(), b.value)):
+        raise SystemExit("static logistic regression diverged from eager")
+    return contenders
+
+
+def bench_static(repeats, warmup):
+    contenders = make_static_contenders()
+    names = list(contenders)
+    times = {name: [] for name in names}
+    for r in range(warmup + repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn, ops = contenders[name]
+            fn()
+            for _ in range(INNER_CALLS):
+                start = time.perf_counter()
+                fn()
+                elapsed = time.perf_counter() - start
+                if r >= warmup:
+                    times[name].append(elapsed / ops * 1e6)
+    return times
+
+
+def static_table(times):
+    rows = ["| workload | eager | Session | Session / eager |", "|---|---:|---:|---:|"]
+    for workload, unit in (("chain", "µs/op"), ("logreg step", "µs/step")):
+        e, s = median(times[f"{workload}, eager"]), median(times[f"{workload}, Session"])
+        rows.append(f"| {workload} ({unit}) | {e:.2f} | {s:.2f} | {s / e:.2f} |")
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- (b) deep chain
 
 
@@ -322,6 +418,12 @@ WORKLOADS = """\
   should stay roughly constant. dagrad's result and gradient are checked against PyTorch's
   (relative tolerance 1e-6); the pattern's derivative is about 1.0000001 per repeat, so the
   gradient stays near 1 and the check is meaningful at any length.
+- **(c) static graphs.** The chain of (a) built once as a static graph (a placeholder, the
+  1,000 ops, `sum`, and `dg.gradients`) and run through a `dg.Session` (forward and gradient),
+  against dagrad eager forward plus backward; and one step of softmax regression (500 x 64
+  inputs, 10 classes, float64, cross-entropy by `log_softmax`, SGD with lr 0.1): eagerly with
+  `backward` and an in-place update, and as a static graph trained with `assign` through a
+  Session. Both forms are checked to give the same gradient and the same weights first.
 """
 
 
@@ -341,10 +443,15 @@ def main(argv=None):
 
     print(f"(a) per-op overhead: {warmup} warm-up + {repeats} interleaved rounds ...", file=sys.stderr)
     table_a = overhead_table(bench_overhead(repeats, warmup))
+    print("(c) static graphs ...", file=sys.stderr)
+    table_c = static_table(bench_static(repeats, warmup))
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
-    tables = f"### (a) per-op overhead, 1,000 ops on 16 float64\n\n{table_a}\n\n### (b) deep chain\n\n{table_b}\n"
+    tables = (
+        f"### (a) per-op overhead, 1,000 ops on 16 float64\n\n{table_a}\n\n### (b) deep chain\n\n{table_b}\n\n"
+        f"### (c) static graphs: a Session against eager mode\n\n{table_c}\n"
+    )
     print(tables)
     report = "\n".join(
         [

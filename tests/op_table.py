@@ -141,6 +141,7 @@ for _name in ["isfinite", "isnan", "logical_not"]:
     case(_name, getattr(dg, _name), getattr(np, _name), (4,), differentiable=False)
 case("argmax", lambda x: dg.argmax(x, axis=1), lambda x: np.argmax(x, axis=1), (3, 4), differentiable=False,
      attrs={"axis": 1, "keepdims": False})
+case("stop_gradient", dg.stop_gradient, lambda x: x, (2, 3), differentiable=False)
 case("full_like", lambda x: dg.full_like(x, 2.5), lambda x: np.full_like(x, 2.5), (2, 3), differentiable=False,
      attrs={"fill_value": 2.5, "dtype": None})
 case("argmin", lambda x: dg.argmin(x), lambda x: np.argmin(x), (3, 4), differentiable=False,

@@ -31,6 +31,7 @@ from .numpy import (  # every op under its NumPy name (the same functions as dag
     squeeze, stack, std, subtract, sum, swapaxes, tan, tanh, tile, transpose, tril, triu,
     true_divide, var, where, zeros_like, ones_like,
 )
+from .ops.elementwise import stop_gradient
 from .ops.shape import getitem, index_add
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 

@@ -248,6 +248,10 @@ logical_or = _elementwise("logical_or", np.logical_or, None, 2)
 logical_not = _elementwise("logical_not", np.logical_not, None, 1)
 
 
+# -- treating a value as a constant
+stop_gradient = _elementwise("stop_gradient", lambda x: x, None, 1)
+stop_gradient.__doc__ = """`x` as a constant: the same value, no gradient through it (as `jax.lax.stop_gradient`)."""
+
 # -- constant arrays shaped like another (no gradient: their values do not depend on x's)
 _full_like = defop(
     "full_like",

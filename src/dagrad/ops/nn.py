@@ -5,21 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.shapes import normalize_axis
-from .._core.tensor import Tensor
-from .elementwise import exp, log
-from .reduce import sum
+from .elementwise import exp, isfinite, log, stop_gradient, where
+from .reduce import max, sum
 from .shape import reshape
 
 
 def _constant_max(x, axes):
-    """max of x over `axes` (keepdims) as a plain array: a shift that needs no gradient.
+    """max of x over `axes` (keepdims) as a constant: a shift that needs no gradient.
 
-    Subtracting any constant leaves softmax and logsumexp unchanged, so the shift is taken
-    from the raw values and never differentiated (no tie-breaking questions, no extra nodes).
+    Subtracting any constant leaves softmax and logsumexp unchanged, so the shift is never
+    differentiated (no tie-breaking questions, no extra backward work).
     """
-    values = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
-    shift = np.max(values, axis=axes, keepdims=True)
-    return np.where(np.isfinite(shift), shift, 0).astype(values.dtype)
+    shift = stop_gradient(max(x, axis=axes, keepdims=True))
+    return where(isfinite(shift), shift, 0)
 
 
 def logsumexp(x, axis=None, keepdims=False):
