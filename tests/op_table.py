@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import dagrad as dg
+from dagrad.ops.reduce import sum_to
 
 
 @dataclass
@@ -182,6 +183,7 @@ for _axis in [None, 1, (0, 2)]:
 case("prod", lambda x: dg.prod(dg.where(_ONE_ZERO, x, 0), axis=0), lambda x: np.prod(np.where(_ONE_ZERO, x, 0), axis=0),
      (3, 2), name="prod with zeros",
      torch_ref=lambda x: _t("prod")(_t("where")(_t("tensor")(_ONE_ZERO), x, 0.0), dim=0))
+case("sum_to", lambda x: sum_to(x, np.ones((3, 1))), lambda x: x.sum(axis=(0, 2), keepdims=True)[0], (2, 3, 4))
 case("cumsum", lambda x: dg.cumsum(x, axis=1), lambda x: np.cumsum(x, axis=1), (2, 4),
      torch_ref=lambda x: _t("cumsum")(x, dim=1))
 case("cumsum", lambda x: dg.cumsum(x), lambda x: np.cumsum(x), (2, 3), name="cumsum flat")

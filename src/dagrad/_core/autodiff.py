@@ -26,6 +26,8 @@ _next_level = itertools.count(1).__next__
 
 def _unbroadcast(ct, shape):
     """Sums a cotangent of a broadcast result back down to the input's `shape`."""
+    if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
+        return REGISTRY["sum_to"].function(ct, shape.ref)
     ct_shape = _shape(ct)
     lead = len(ct_shape) - len(shape)
     if lead < 0:
@@ -110,7 +112,7 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
             if within is not None and a not in within:
                 continue
             if joint is None:
-                rule = rules[i]
+                rule = rules[i] if i < len(rules) else None  # inputs past the rules (a shape source) get none
                 if rule is None:
                     continue
                 ct = rule(g, out, *values) if attrs is None else rule(g, out, *values, **attrs)
@@ -119,7 +121,7 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
                 if ct is None:
                     continue
             shape = a._value.shape
-            if ct.shape != shape:
+            if ct.shape != shape or (graph_mode and None in shape):  # unknown sizes: reduce when it runs
                 ct = _unbroadcast(ct, shape)
             if a.op is None:
                 leaves[a] = leaves[a] + ct if a in leaves else ct

@@ -45,10 +45,8 @@ _sum = defop(
 def _extremum_weights(x, out, axis, keepdims):
     """1/count where x attains the extremum along `axis`, else 0: ties share evenly (as torch.amax)."""
     shape = _shape(x)
-    hits = equal(x, _keep(out, shape, axis, keepdims))
-    hits_values = hits.numpy() if hasattr(hits, "numpy") else hits
-    count = np.sum(hits_values, axis=axis, keepdims=True)  # not differentiable: plain NumPy
-    return where(hits, astype(1.0 / count, _dtype(x)), 0)
+    hits = astype(equal(x, _keep(out, shape, axis, keepdims)), _dtype(x))  # 1.0 at the extrema: no gradient
+    return hits / sum(hits, axis=axis, keepdims=True)
 
 
 def _extremum_op(name, forward):
@@ -107,6 +105,32 @@ _cumsum = defop(
     jvp=(lambda t, out, x, axis: cumsum(t, axis),),
     shape=_cumsum_shape,
 )
+
+def _sum_to_forward(x, like):
+    """x summed over the axes along which `like` was broadcast to x's shape."""
+    shape = np.shape(like)
+    lead = np.ndim(x) - len(shape)
+    if lead < 0:
+        return np.broadcast_to(x, shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and np.shape(x)[lead + i] != 1)
+    return np.sum(x, axis=axes, keepdims=True).reshape(shape) if axes else np.reshape(x, shape)
+
+
+# the engine's unbroadcast when sizes are unknown until a static graph runs
+_sum_to = defop(
+    "sum_to",
+    _sum_to_forward,
+    vjp=(lambda g, out, x, like: broadcast_to(g, _shape(x)), None),
+    jvp=(lambda t, out, x, like: sum_to(t, like), None),
+    shape=lambda x_shape, like_shape: tuple(like_shape),
+)
+
+
+@public(_sum_to)
+def sum_to(x, like):
+    """`x` summed down to the shape of `like` (undoing a broadcast), as the gradient of a broadcast needs."""
+    return apply(_sum_to, (x, like))
+
 
 def _arg_shape(shape, axis, keepdims):
     return reduced_shape(shape, None if axis is None else (axis,), keepdims)

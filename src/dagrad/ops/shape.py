@@ -193,13 +193,14 @@ def _is_basic(index):
     return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer)) for p in parts)
 
 
-_UNKNOWN = 2**40  # stands in for an unknown size when finding a result shape; no memory is used
-
-
 def _index_shape(shape, index):
-    dims = tuple(_UNKNOWN if n is None else n for n in shape)
-    out = np.broadcast_to(np.empty((), np.int8), dims)[index].shape
-    return tuple(None if n >= _UNKNOWN // 2 else n for n in out)
+    # Index stand-ins twice, with two different sizes for the unknown ones: the result sizes
+    # that differ between the two are unknown too. Zero-stride stand-ins cost no memory.
+    if None not in shape:
+        return np.broadcast_to(np.empty((), np.int8), shape)[index].shape
+    first = np.broadcast_to(np.empty((), np.int8), tuple(7 if n is None else n for n in shape))[index].shape
+    second = np.broadcast_to(np.empty((), np.int8), tuple(11 if n is None else n for n in shape))[index].shape
+    return tuple(a if a == b else None for a, b in zip(first, second))
 
 
 def _index_add_forward(g, *source, index, shape):

@@ -99,7 +99,8 @@ class Graph:
         labels = {}
         lines = []
         for i, node in enumerate(self.nodes):
-            labels[node] = f"%{node.name}" if node.name else f"%{i}"
+            # a name that is a number is quoted, so that it cannot be read as another node's position
+            labels[node] = f"%{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else f"%{node.name}"
             lines.append(_line(node, labels))
         return "\n".join(lines)
 
@@ -116,7 +117,7 @@ def _show(value, labels):
         return repr(value.item() if isinstance(value, np.number) else value)
     arr = np.asarray(value)
     if arr.size <= 4 and arr.dtype.kind in "biuf":
-        return np.array2string(arr, separator=", ")
+        return np.array2string(arr, separator=", ").replace("\n", "")
     return f"array{arr.shape} {arr.dtype}"
 
 
@@ -281,7 +282,9 @@ def placeholder(shape, dtype="float64", name=None):
 def constant(value, dtype=None, name=None):
     """A constant node of the default graph."""
     data = np.array(value.numpy() if isinstance(value, Tensor) else value, dtype=dtype)
-    node = _symbol(get_default_graph(), "constant", data.shape, data.dtype, name=name)
+    # a float constant can be differentiated against, as in TensorFlow (gradients w.r.t. it)
+    node = _symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
+                   name=name)
     node._data = data
     return node
 
@@ -327,7 +330,8 @@ def build(op, args, attrs):
     except Exception as err:
         described = ", ".join(str(tuple(s)) for s in shapes)
         kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
-        raise kind(f"{op.name}: {err} (input shapes {described}) at {user_line()}") from None
+        message = str(err).removeprefix(f"{op.name}: ")
+        raise kind(f"{op.name}: {message} (input shapes {described}) at {user_line()}") from None
     dtype = _infer_dtype(op, inputs, attrs)
     requires_grad = op.differentiable and dtype.kind == "f" and any(
         isinstance(a, Symbol) and a._requires_grad for a in inputs
@@ -350,5 +354,4 @@ def _infer_dtype(op, inputs, attrs):
             return np.asarray(op.forward(*dummies, **(attrs or {}))).dtype
     except Exception:  # e.g. a singular stand-in for a linear solve: fall back on type promotion
         kinds = [np.asarray(a).dtype if not isinstance(a, Symbol) else a._dtype for a in inputs if a is not None]
-        result = np.result_type(*kinds) if kinds else np.dtype(np.float64)
-        return result if result.kind == "f" else np.dtype(np.float64)
+        return np.result_type(*kinds) if kinds else np.dtype(np.float64)

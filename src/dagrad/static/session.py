@@ -78,6 +78,8 @@ def gradients(ys, xs, grad_ys=None):
         seeds = [grad_ys] if not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
         if len(seeds) != len(ys):
             raise ValueError(f"gradients: {len(ys)} ys but {len(seeds)} grad_ys")
+        # plain values become constants of the graph, so every gradient is a node
+        seeds = [s if isinstance(s, Symbol) else _constant_like(y, s) for y, s in zip(ys, seeds)]
     roots = [(y, s) for y, s in zip(ys, seeds) if y._requires_grad]
     found = {}
     if roots:
@@ -109,6 +111,13 @@ def _between(xs, ys):
         if node not in depends and node.inputs and any(isinstance(a, Symbol) and a in depends for a in node.inputs):
             depends[node] = True
     return depends
+
+
+def _constant_like(y, value):
+    data = _checked_value(value, y._shape, y._dtype, "gradients: grad_ys")
+    node = _symbol(y.graph, "constant", data.shape, data.dtype)
+    node._data = data
+    return node
 
 
 class _Plan:
@@ -143,6 +152,17 @@ def _step(node, slot):
         if b_is_node:
             return lambda v: forward(a, v[b])
     return lambda v: forward(*[v[i] if is_node else i for is_node, i in parts], **attrs)
+
+
+def _fetched(node, value):
+    """What run returns for a fetch: None for a group, else a value the caller may modify freely."""
+    if node.kind == "group":
+        return None
+    if isinstance(value, np.ndarray) and not value.flags.owndata:
+        return value.copy()  # a view may share memory with a Variable or a feed
+    if node.kind in ("variable", "constant", "assign"):
+        return np.array(value, copy=True)
+    return value
 
 
 class Session:
@@ -185,12 +205,18 @@ class Session:
             raise ValueError(f"Session.run: the fetches need placeholder(s) {names}, which feed_dict does not feed")
         values = self._evaluate(plan, feeds)
         self._commit(plan, values)
-        return tree_unflatten(treedef, [None if f.kind == "group" else values[plan.slot[f]] for f in leaves])
+        return tree_unflatten(treedef, [_fetched(f, values[plan.slot[f]]) for f in leaves])
 
     def _feeds(self, feed_dict):
         feeds = {}
         for key, value in feed_dict.items():
-            node = self.graph[key] if isinstance(key, str) else key
+            if isinstance(key, str):
+                try:
+                    node = self.graph[key]
+                except KeyError:
+                    raise ValueError(f"feed_dict: this session's graph has no node named {key!r}") from None
+            else:
+                node = key
             if not isinstance(node, Symbol) or node.graph is not self.graph:
                 raise ValueError(f"feed_dict: {key!r} is not a node of this session's graph")
             if node.kind != "placeholder":
