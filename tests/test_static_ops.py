@@ -71,10 +71,6 @@ UNKNOWN_BUGS = {
     "outer(2, 2)(3,)": _NONE_ARITH + " (outer's ravel)",
     **{i: "tensordot compares a None size with a known one and reports a shape mismatch" for i in IDS
        if i.startswith("tensordot(") and i != "tensordot(2,)(3,) axes=0"},
-    "einsum('ij->i')((2, 3),)": "the vjp's broadcast_to gets a plain tuple with None (no SymbolicShape): "
-                                "TypeError in Session.run",
-    "einsum('ij->')((2, 3),)": "the vjp's broadcast_to gets a plain tuple with None (no SymbolicShape): "
-                               "TypeError in Session.run",
     "repeat((2, 3),)": "repeat's broadcast_to gets a plain tuple with None: TypeError in Session.run",
     "tile((2, 3),)": _NONE_ARITH + " (tile)",
     "pad((2, 3),)": _NONE_ARITH + " (pad)",

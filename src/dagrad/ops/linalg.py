@@ -16,6 +16,7 @@ import numpy as np
 from .._core.errors import user_line
 from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes, normalize_axis, reduced_shape
+from .._core.shapes import SymbolicShape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
@@ -349,7 +350,9 @@ def _einsum_vjp_rule(i):
         if missing:
             ct = expand_dims(ct, missing)
             ct_shape = _shape(ct)
-            ct = broadcast_to(ct, tuple(shape[p] if p in missing else ct_shape[p] for p in range(len(target))))
+            dims = tuple(shape[p] if p in missing else ct_shape[p] for p in range(len(target)))
+            # with unknown sizes in a static graph, operand i's shape supplies them when it runs
+            ct = broadcast_to(ct, shape.derive(dims) if isinstance(shape, SymbolicShape) else dims)
         return ct
 
     return rule
