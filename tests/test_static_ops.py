@@ -65,12 +65,7 @@ UNKNOWN_BUGS = {
     "concatenate((2, 3), (1, 3))": _NONE_ARITH + " (concatenate's shape rule)",
     "dot(2, 3)(4, 3, 2)": _NONE_ARITH + " (tensordot)",
     "dot(2, 2, 3)(2, 3, 2)": _NONE_ARITH + " (tensordot)",
-    "vdot(2, 3)(3, 2)": _NONE_ARITH + " (vdot's ravel)",
-    "inner(2, 3)(4, 3)": _NONE_ARITH + " (tensordot)",
     "inner(2, 2, 3)(4, 3)": _NONE_ARITH + " (tensordot)",
-    "outer(2, 2)(3,)": _NONE_ARITH + " (outer's ravel)",
-    **{i: "tensordot compares a None size with a known one and reports a shape mismatch" for i in IDS
-       if i.startswith("tensordot(") and i != "tensordot(2,)(3,) axes=0"},
     "repeat((2, 3),)": "repeat's broadcast_to gets a plain tuple with None: TypeError in Session.run",
     "tile((2, 3),)": _NONE_ARITH + " (tile)",
     "pad((2, 3),)": _NONE_ARITH + " (pad)",

@@ -85,6 +85,11 @@ def _size(shape):
     return n
 
 
+def _size_or_unknown(dims):
+    dims = tuple(dims)
+    return -1 if None in dims else _size(dims)
+
+
 def _fail(message):
     return ValueError(f"{message} at {user_line()}")
 
@@ -117,8 +122,8 @@ def vdot(a, b):
     np.float64(10.0)
     """
     sa, sb = _shape(a), _shape(b)
-    na, nb = _size(sa), _size(sb)
-    if na != nb:
+    na, nb = _size_or_unknown(sa), _size_or_unknown(sb)
+    if na != nb and na != -1 and nb != -1:
         raise _fail(f"vdot: arrays of shapes {tuple(sa)} and {tuple(sb)} have different sizes ({na} and {nb})")
     return matmul(a if len(sa) == 1 else reshape(a, (na,)), b if len(sb) == 1 else reshape(b, (nb,)))
 
@@ -146,7 +151,7 @@ def outer(a, b):
     array([[  1.,  10., 100.],
            [  2.,  20., 200.]])
     """
-    na, nb = _size(_shape(a)), _size(_shape(b))
+    na, nb = _size_or_unknown(_shape(a)), _size_or_unknown(_shape(b))
     return multiply(reshape(a, (na, 1)), reshape(b, (nb,)))
 
 
@@ -189,7 +194,7 @@ def tensordot(a, b, axes=2):
     sa, sb = tuple(_shape(a)), tuple(_shape(b))
     axes_a, axes_b = _tensordot_axes(axes, len(sa), len(sb))
     for i, j in zip(axes_a, axes_b):
-        if sa[i] != sb[j]:
+        if sa[i] != sb[j] and sa[i] is not None and sb[j] is not None:
             raise _fail(f"tensordot: shape mismatch for sum: {sa} axis {i} has {sa[i]} but {sb} axis {j} has {sb[j]}")
     free_a = [i for i in range(len(sa)) if i not in axes_a]
     free_b = [j for j in range(len(sb)) if j not in axes_b]
@@ -198,7 +203,11 @@ def tensordot(a, b, axes=2):
         a = transpose(a, order_a)
     if order_b != sorted(order_b):
         b = transpose(b, order_b)
-    m, k, n = _size(sa[i] for i in free_a), _size(sa[i] for i in axes_a), _size(sb[j] for j in free_b)
+    # an unknown (None) size of a static graph becomes -1: each reshape may have one
+    m, k, n = (_size_or_unknown(sa[i] for i in free_a), _size_or_unknown(sa[i] for i in axes_a),
+               _size_or_unknown(sb[j] for j in free_b))
+    if k == -1:
+        k = _size_or_unknown(sb[j] for j in axes_b)
     a2 = a if len(sa) == 2 and len(free_a) == 1 else reshape(a, (m, k))
     b2 = b if len(sb) == 2 and len(free_b) == 1 else reshape(b, (k, n))
     out = matmul(a2, b2)
