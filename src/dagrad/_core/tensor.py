@@ -112,7 +112,8 @@ class Tensor:
     # -- the array's facts
     @property
     def value(self):
-        """The underlying NumPy array (read-only view of the data)."""
+        """The underlying NumPy array itself, not a copy (for a value traced by a transform, the
+        value one level down). Use `.numpy()` for a plain array in every case."""
         return self._value
 
     @property
