@@ -61,7 +61,8 @@ KNOWN_BUGS = {}
 # UNKNOWN_BUGS should work but do not (strict xfails, described in the reason).
 _NONE_ARITH = "shape arithmetic on None: TypeError from int/None arithmetic instead of carrying None through"
 UNKNOWN_BUGS = {
-    "squeeze((1, 3, 1),)": "squeeze() infers shape (None, 3) for (None, 3, 1), but a size-1 feed gives (3,)",
+    "squeeze((1, 3, 1),)": "by design squeeze() removes the axes known to have size 1: (None, 3, 1) -> (None, 3) "
+                           "for every feed; NumPy on this row's size-1 feed also removes the first axis",
     "concatenate((2, 3), (1, 3))": _NONE_ARITH + " (concatenate's shape rule)",
     "dot(2, 3)(4, 3, 2)": _NONE_ARITH + " (tensordot)",
     "dot(2, 2, 3)(2, 3, 2)": _NONE_ARITH + " (tensordot)",
