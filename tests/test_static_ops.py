@@ -71,10 +71,6 @@ UNKNOWN_BUGS = {
     "tile((2, 3),)": _NONE_ARITH + " (tile)",
     "pad((2, 3),)": _NONE_ARITH + " (pad)",
     "pad((2, 2),)": _NONE_ARITH + " (pad, mode='edge')",
-    **{i: _NONE_ARITH + " (diagonal index arithmetic)" for i in IDS
-       if (i.startswith(("trace", "diagonal", "Tensor.trace")) or i.startswith("diag(3, 4)"))
-       and "'axis1': 1, 'axis2': 2" not in i},  # a diagonal of known axes works with an unknown batch
-    "tril((3, 4),)": "tril needs np.tri(n, m) of a None size: TypeError",
 }
 LIMITS = {
     "x[mask]": "a boolean mask must match a known size",
@@ -82,6 +78,10 @@ LIMITS = {
     "split((4, 2),)": "split into equal sections needs the size of the split axis",
     "cholesky(1, 1) upper=False": "the row's symmetrisation a + a.T of a (None, 1) matrix is (None, None): "
                                   "a square matrix needs known sizes",
+    **{i: "a diagonal over an axis of unknown size needs that size" for i in IDS
+       if (i.startswith(("trace", "diagonal", "Tensor.trace")) or i.startswith("diag(3, 4)"))
+       and "'axis1': 1, 'axis2': 2" not in i},
+    "tril((3, 4),)": "the triangle mask needs the sizes of the last two axes",
 }
 
 

@@ -445,6 +445,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     order = [i for i in range(len(shape)) if i not in (ax1, ax2)] + [ax1, ax2]
     if order != list(range(len(shape))):
         a = transpose(a, order)
+    if shape[ax1] is None or shape[ax2] is None:
+        raise _fail(f"diagonal: the two axes need known sizes (a static graph has shape {tuple(shape)})")
     rows, cols = _diagonal_indices(shape[ax1], shape[ax2], int(offset))
     return getitem(a, (Ellipsis, rows, cols))
 

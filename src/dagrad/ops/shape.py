@@ -414,6 +414,8 @@ def _where_triangle(x, k, keep):
     if len(shape) < 2:  # NumPy broadcasts a vector to a square matrix first
         x = broadcast_to(x, (shape[0], shape[0]) if shape else (1, 1))
         shape = _shape(x)
+    if None in shape[-2:]:
+        raise ValueError(f"{keep.__name__}: the last two axes need known sizes (a static graph has shape {shape})")
     return where(keep(np.ones(shape[-2:], dtype=bool), int(k)), x, 0)
 
 
