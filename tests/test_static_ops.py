@@ -67,8 +67,6 @@ UNKNOWN_BUGS = {
     "dot(2, 3)(4, 3, 2)": _NONE_ARITH + " (tensordot)",
     "dot(2, 2, 3)(2, 3, 2)": _NONE_ARITH + " (tensordot)",
     "inner(2, 2, 3)(4, 3)": _NONE_ARITH + " (tensordot)",
-    "repeat((2, 3),)": "repeat's broadcast_to gets a plain tuple with None: TypeError in Session.run",
-    "tile((2, 3),)": _NONE_ARITH + " (tile)",
     "pad((2, 3),)": _NONE_ARITH + " (pad)",
     "pad((2, 2),)": _NONE_ARITH + " (pad, mode='edge')",
 }

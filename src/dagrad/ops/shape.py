@@ -363,8 +363,9 @@ def repeat(x, repeats, axis=None):
     axis = normalize_axis(axis, len(shape), "repeat")[0]
     if isinstance(repeats, (int, np.integer)):
         # a new axis broadcast to `repeats` and merged: the gradient sums the copies
-        wide = broadcast_to(expand_dims(x, axis + 1), shape[: axis + 1] + (int(repeats),) + shape[axis + 1 :])
-        return reshape(wide, shape[:axis] + (shape[axis] * int(repeats),) + shape[axis + 1 :])
+        column = expand_dims(x, axis + 1)
+        wide = broadcast_to(column, _like(column, shape[: axis + 1] + (int(repeats),) + shape[axis + 1 :]))
+        return reshape(wide, shape[:axis] + (_times(shape[axis], int(repeats)),) + shape[axis + 1 :])
     index = np.repeat(np.arange(shape[axis]), np.asarray(repeats))
     return getitem(x, (slice(None),) * axis + (index,))
 
@@ -378,8 +379,18 @@ def tile(x, reps):
     shape = (1,) * (ndim - len(shape)) + tuple(shape)
     # interleave a broadcast axis before each axis: (r0, s0, r1, s1, ...) -> (r0*s0, r1*s1, ...)
     spread = reshape(x, tuple(n for s in shape for n in (1, s)))
-    spread = broadcast_to(spread, tuple(n for r, s in zip(reps, shape) for n in (r, s)))
-    return reshape(spread, tuple(r * s for r, s in zip(reps, shape)))
+    spread = broadcast_to(spread, _like(spread, tuple(n for r, s in zip(reps, shape) for n in (r, s))))
+    return reshape(spread, tuple(_times(r, s) for r, s in zip(reps, shape)))
+
+
+def _like(x, dims):
+    """`dims` for a shape of x's rank: in a static graph its unknown sizes are x's when it runs."""
+    shape = _shape(x)
+    return shape.derive(dims) if isinstance(shape, SymbolicShape) else dims
+
+
+def _times(a, b):
+    return None if a is None or b is None else a * b
 
 
 _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
