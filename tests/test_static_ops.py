@@ -60,13 +60,14 @@ KNOWN_BUGS = {}
 # reason; test_the_limits_fail_at_build_time checks that they fail then, not later);
 # UNKNOWN_BUGS should work but do not (strict xfails, described in the reason).
 _NONE_ARITH = "shape arithmetic on None: TypeError from int/None arithmetic instead of carrying None through"
+_TWO_UNKNOWN = "the result takes unknown sizes from both operands; the reshape back from matrices can infer only one"
 UNKNOWN_BUGS = {
     "squeeze((1, 3, 1),)": "by design squeeze() removes the axes known to have size 1: (None, 3, 1) -> (None, 3) "
                            "for every feed; NumPy on this row's size-1 feed also removes the first axis",
     "concatenate((2, 3), (1, 3))": _NONE_ARITH + " (concatenate's shape rule)",
-    "dot(2, 3)(4, 3, 2)": "the result takes unknown sizes from both operands; the reshape back from matrices can infer only one",
-    "dot(2, 2, 3)(2, 3, 2)": "the result takes unknown sizes from both operands; the reshape back from matrices can infer only one",
-    "inner(2, 2, 3)(4, 3)": "the result takes unknown sizes from both operands; the reshape back from matrices can infer only one",
+    "dot(2, 3)(4, 3, 2)": _TWO_UNKNOWN,
+    "dot(2, 2, 3)(2, 3, 2)": _TWO_UNKNOWN,
+    "inner(2, 2, 3)(4, 3)": _TWO_UNKNOWN,
     "pad((2, 3),)": _NONE_ARITH + " (pad)",
     "pad((2, 2),)": _NONE_ARITH + " (pad, mode='edge')",
 }
