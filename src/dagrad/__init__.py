@@ -15,6 +15,7 @@ from ._core.autodiff import grad, hessian, jacfwd, jacobian, jvp, value_and_grad
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, gradcheck
+from .compile import compile
 from .static import (
     Graph, Session, Variable, assign, constant, get_default_graph, gradients, group, placeholder, reset_default_graph,
 )

@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from .errors import user_line
+from .errors import _provenance, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
@@ -60,6 +60,38 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
     each visited node's inputs as it goes, releasing the values they kept alive (as
     PyTorch frees saved tensors during the backward pass).
     """
+    symbolic = _holds_symbols(roots)
+    if symbolic:
+        previous_origin = _provenance.origin
+        try:
+            return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
+        finally:
+            _provenance.origin = previous_origin
+    return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
+
+
+def _holds_symbols(roots):
+    """Whether the sweep runs over nodes of a static graph (possibly boxed by transforms)."""
+    for root in roots:
+        value = root
+        while isinstance(value, Tensor):
+            if value._symbolic:
+                return True
+            value = value._value
+    return False
+
+
+def _origin(node):
+    """'file.py:12 (backward of exp)': where the forward node that a gradient node differentiates was built."""
+    value = node
+    while isinstance(value, Tensor) and not value._symbolic:
+        value = value._value
+    if not isinstance(value, Tensor):
+        return None
+    return f"{value.where} (backward of {node.op.name})"
+
+
+def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):
     grads = {}
     leaves = {}
     heap = []
@@ -81,6 +113,8 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
             raise _freed_error(node)
         if free:
             node.inputs = None  # release what this node kept alive as soon as it is used
+        if symbolic:
+            _provenance.origin = _origin(node)
         attrs = node.attrs
         rules = node.op.vjp
         if len(inputs) == 1 and not graph_mode and attrs is None and type(rules) is tuple:
@@ -557,3 +591,4 @@ def _name(wrapper, transform, f):
     wrapper.__name__ = f"{transform}({getattr(f, '__name__', 'f')})"
     wrapper.__qualname__ = wrapper.__name__
     wrapper.__doc__ = f"{transform} of {getattr(f, '__name__', 'f')}"
+    wrapper.__wrapped__ = f  # inspect.signature (and dg.compile's input names) see f's parameters

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -16,8 +17,23 @@ def user_frame():
     return frame
 
 
+class _Provenance(threading.local):
+    origin = None  # set while a backward pass builds graph nodes: the forward node they differentiate
+
+
+_provenance = _Provenance()
+
+
 def user_line() -> str:
-    """'file.py:12' for the user's line that led here."""
+    """'file.py:12' for the user's line that led here.
+
+    While a reverse sweep builds the nodes of a gradient in a static graph, their line is
+    the forward node's line (with the op they differentiate), not the line that asked for
+    the gradient: that is the line a reader of a listing or generated code wants.
+    """
+    origin = _provenance.origin
+    if origin is not None:
+        return origin
     frame = user_frame()
     if frame is None:
         return "<unknown>"

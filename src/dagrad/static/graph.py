@@ -63,6 +63,7 @@ class Graph:
     def __init__(self):
         self.nodes = []
         self._names = {}
+        self.tracing = None  # the name of the function dg.compile is tracing into this graph, if any
 
     def __enter__(self):
         _local.stack.append(self)
@@ -162,6 +163,11 @@ class Symbol(Tensor):
         return f"symbolic tensor {self.name!r}" if self.name else "a symbolic tensor"
 
     def _no_value(self, what):
+        if self.graph.tracing:
+            return TypeError(
+                f"{what} of a value traced by dg.compile({self.graph.tracing}): while the function is "
+                f"traced its arrays have no values yet; use dagrad functions on them (at {user_line()})"
+            )
         return TypeError(
             f"{what} of {self._label()}: its value exists only inside Session.run; fetch it with "
             f"sess.run(t) (at {user_line()})"
@@ -177,6 +183,12 @@ class Symbol(Tensor):
         raise self._no_value("np.asarray()")
 
     def __bool__(self):
+        if self.graph.tracing:
+            raise TypeError(
+                f"bool() of a value traced by dg.compile({self.graph.tracing}): Python control flow (if, "
+                f"while, and, or) cannot depend on a traced value, because the function is traced once per "
+                f"input shape; use dg.where(condition, a, b) to choose between values (at {user_line()})"
+            )
         raise TypeError(
             f"bool() of {self._label()}: its value exists only inside Session.run, so Python control flow "
             f"cannot depend on it; use dg.where(condition, a, b) (at {user_line()})"
@@ -307,6 +319,20 @@ def Variable(value, name=None, trainable=True, dtype=None):
     node._data = data
     node.trainable = bool(trainable)
     return node
+
+
+def _ancestors_in_order(nodes):
+    """`nodes` and every node they depend on, in creation order (iteratively)."""
+    seen = {}
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen[node] = True
+        if node.inputs:
+            stack.extend(a for a in node.inputs if isinstance(a, Symbol))
+    return sorted(seen, key=lambda n: n._seq)
 
 
 def build(op, args, attrs):

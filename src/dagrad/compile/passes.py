@@ -1,0 +1,453 @@
+"""Optimisation passes over a Program, run to a fixed point.
+
+Each pass is a small named rewrite. A rewrite changes no value: the optimised program
+computes what the traced one does, bit for bit (the property tests check this). Rewrites
+that would change rounding or NaN/Inf behaviour are not made: `x + 0.0 -> x` is wrong for
+x = -0.0 (the sum is +0.0, and 1/x then flips from -inf to +inf), so only `x + (-0.0)` and
+integer `x + 0` are removed; `x * 0 -> 0` is wrong for x = inf or nan, so it is not made.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.op import REGISTRY, Op
+from .._core.shapes import broadcast_shapes
+from ..static.graph import Symbol, _symbol, build
+
+MAX_ROUNDS = 20
+# An n-ary node needs all its operands at once, where the chain it replaces needed two: a long
+# chain (a backward pass is one) flattened whole would keep hundreds of arrays alive together.
+MAX_OPERANDS = 8
+FOLD_LIMIT_BYTES = 1 << 16  # folding may not create a constant larger than this (or than its inputs)
+
+
+class Report:
+    """What each pass removed or rewrote, with counts: `print(report)`.
+
+    >>> import dagrad as dg, numpy as np
+    >>> fast = dg.compile(lambda x: (x * 1.0 + dg.exp(x) * 1.0 + dg.exp(x)).sum())
+    >>> print(fast.report(np.ones(3)))  # doctest: +NORMALIZE_WHITESPACE
+    nodes: 8 traced -> 4 optimised, in 2 rounds
+    pass             count  rewrite
+    simplify             2  x*1 -> x
+    dead_nodes           5  removed nodes no output needs
+    cse                  1  merged a repeated node
+    flatten              1  flattened a chain of add into add_n
+    """
+
+    def __init__(self):
+        self.entries = {}  # (pass, rewrite) -> count, in the order first seen
+        self.traced = 0
+        self.optimised = 0
+        self.rounds = 0
+
+    def add(self, pass_name, rewrite, count=1):
+        key = (pass_name, rewrite)
+        self.entries[key] = self.entries.get(key, 0) + count
+
+    def __str__(self):
+        lines = [f"nodes: {self.traced} traced -> {self.optimised} optimised, in {self.rounds} rounds"]
+        if self.entries:
+            lines.append(f"{'pass':<16} {'count':>5}  rewrite")
+            lines += [f"{p:<16} {n:>5}  {r}" for (p, r), n in self.entries.items()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def optimize(program):
+    """Runs every pass until none changes the program; returns the Report."""
+    report = Report()
+    report.traced = len(program.nodes)
+    for report.rounds in range(1, MAX_ROUNDS + 1):  # noqa: B007  (the count is reported)
+        changed = 0
+        for run_pass in PASSES:
+            changed += run_pass(program, report)
+        if not changed:
+            break
+    report.optimised = len(program.nodes)
+    return report
+
+
+def remove_dead_nodes(program, report):
+    """Drops every node that no output needs."""
+    removed = program.schedule()
+    if removed:
+        report.add("dead_nodes", "removed nodes no output needs", removed)
+    return removed
+
+
+def _rewrite(program, report, pass_name, rule):
+    """Applies `rule(node, context)` to each node in order; a rule returns None or (replacement, what).
+    Consumers read the replacement from then on; the replaced node dies unless something else
+    still reads it."""
+    replaced = {}
+    context = _Context(program)
+    for node in list(program.nodes):
+        if node.inputs and any(isinstance(a, Symbol) and a in replaced for a in node.inputs):
+            node.inputs = tuple(replaced.get(a, a) if isinstance(a, Symbol) else a for a in node.inputs)
+        result = rule(node, context)
+        if result is not None:
+            new, what = result
+            replaced[node] = new
+            report.add(pass_name, what)
+            # the replacement takes over the node's readers (an over-count for an existing node is safe)
+            context.uses[new] = context.uses.get(new, 0) + context.uses.get(node, 0)
+            if node in context.outputs:
+                context.outputs[new] = True
+    if replaced:
+        program.outputs = [replaced.get(o, o) if isinstance(o, Symbol) else o for o in program.outputs]
+        program.inputs = [replaced.get(i, i) for i in program.inputs]
+        remove_dead_nodes(program, report)  # the replaced nodes, and puts new nodes in order
+    return len(replaced)
+
+
+class _Context:
+    """What rules may ask about the program: use counts, and a way to build nodes in it."""
+
+    def __init__(self, program):
+        self.program = program
+        self.uses = program.use_counts()
+        self.outputs = dict.fromkeys(program.symbol_outputs())
+
+    def build(self, replacing, op, args, attrs=None):
+        """A new node for `op(args)`, placed where `replacing` was and carrying its source line."""
+        with self.program.graph:
+            node = build(op, tuple(args), attrs)
+        node._seq = replacing._seq
+        node.where = replacing.where
+        return node
+
+    def constant(self, replacing, value):
+        node = _symbol(self.program.graph, "constant", value.shape, value.dtype)
+        node._data = value
+        node._seq = replacing._seq
+        node.where = replacing.where
+        return node
+
+
+# ---------------------------------------------------------------- constant folding
+
+
+def fold_constants(program, report):
+    return _rewrite(program, report, "fold_constants", _fold)
+
+
+def _fold(node, context):
+    if node.op is None:
+        return None
+    symbols = [a for a in node.inputs if isinstance(a, Symbol)]
+    # full_like needs only its input's shape, which is known: the result is a constant
+    if node.op.name == "full_like" and _small(node):
+        attrs = node.attrs
+        value = np.full(node._shape, attrs["fill_value"], dtype=attrs["dtype"] or node.inputs[0]._dtype)
+        return context.constant(node, value), "full_like -> constant"
+    if not all(a.kind == "constant" for a in symbols):
+        return None
+    values = [a._data if isinstance(a, Symbol) else a for a in node.inputs]
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(node.op.forward(*values, **(node.attrs or {})))
+    except Exception:  # leave the error to run time, where it is reported with the user's line
+        return None
+    inputs_bytes = sum(a._data.nbytes for a in symbols)
+    if value.shape != node._shape or value.dtype != node._dtype:
+        return None
+    if value.nbytes > FOLD_LIMIT_BYTES and value.nbytes > inputs_bytes:
+        return None  # e.g. a broadcast: computing it each run is cheaper than keeping it
+    return context.constant(node, value), f"{node.op.name} of constants -> constant"
+
+
+def _small(node):
+    return int(np.prod(node._shape, dtype=np.int64)) * node._dtype.itemsize <= FOLD_LIMIT_BYTES
+
+
+# ---------------------------------------------------------------- common subexpressions
+
+
+def eliminate_common_subexpressions(program, report):
+    seen = {}
+
+    def rule(node, context):
+        try:
+            key = _node_key(node)
+        except TypeError:  # an attribute that cannot be compared (an unusual object): keep the node
+            return None
+        if key is None:
+            return None
+        first = seen.setdefault(key, node)
+        if first is node:
+            return None
+        return first, "merged a repeated node"
+
+    return _rewrite(program, report, "cse", rule)
+
+
+def _node_key(node):
+    if node.kind == "constant":
+        data = node._data
+        if data.size > 4096:
+            return None
+        return ("constant", data.dtype.str, data.shape, data.tobytes())
+    if node.op is None:
+        return None  # inputs are distinct by definition
+    return (node.op, tuple(_freeze(a) for a in node.inputs), _freeze(node.attrs))
+
+
+def _freeze(value):
+    """A hashable key equal for values the ops cannot tell apart: types count (1, 1.0 and True
+    differ), and floats compare by repr (-0.0 and 0.0 differ, two NaNs are the same)."""
+    if isinstance(value, Symbol):
+        return value
+    if value is None or value is Ellipsis or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return (type(value).__name__, repr(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_freeze(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, slice):
+        return ("slice", _freeze(value.start), _freeze(value.stop), _freeze(value.step))
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    raise TypeError(f"no key for {type(value).__name__}")
+
+
+# ---------------------------------------------------------------- algebraic simplification
+
+
+def _scalar(value):
+    """The one value every element of `value` has, when that is known before running, else None."""
+    if isinstance(value, (Symbol, np.ndarray)):
+        data = value._data if isinstance(value, Symbol) and value.kind == "constant" else value
+        if isinstance(data, np.ndarray):
+            if data.size and data.size <= 1 << 20 and np.all(data == data.flat[0]):
+                return data.flat[0]
+            return None
+        if value.op is not None and value.op.name == "full_like":
+            dtype = value.attrs["dtype"] or value.inputs[0]._dtype
+            return np.asarray(value.attrs["fill_value"], dtype=dtype)[()]
+        return None
+    if isinstance(value, (bool, int, float, np.generic)):
+        return value
+    return None
+
+
+def _is(value, number, negative_zero=None):
+    """Whether `value` is exactly `number` everywhere (for 0: with the sign bit asked, if asked)."""
+    s = _scalar(value)
+    if s is None or isinstance(s, (str, bytes)):
+        return False
+    try:
+        if not bool(s == number):
+            return False
+    except (TypeError, ValueError):
+        return False
+    if negative_zero is not None and number == 0:  # an integer 0 acts as +0.0 in float arithmetic
+        return (np.asarray(s).dtype.kind == "f" and bool(np.signbit(s))) == negative_zero
+    return True
+
+
+def _same_type(node, x):
+    """Whether replacing `node` by `x` keeps the shape and dtype (no broadcast, no promotion)."""
+    return isinstance(x, Symbol) and x._shape == node._shape and x._dtype == node._dtype
+
+
+def _op(node, *names):
+    return node.op is not None and node.op.name in names
+
+
+def _simplify(node, context):
+    if node.op is None:
+        return None
+    for rule in SIMPLIFICATIONS:
+        result = rule(node, context)
+        if result is not None:
+            return result
+    return None
+
+
+def _multiply_by_one(node, context):
+    # x*1 -> x and 1*x -> x (exact for every x, including nan, inf and -0.0)
+    if _op(node, "multiply"):
+        x, y = node.inputs
+        if _is(y, 1) and _same_type(node, x):
+            return x, "x*1 -> x"
+        if _is(x, 1) and _same_type(node, y):
+            return y, "x*1 -> x"
+    return None
+
+
+def _add_zero(node, context):
+    # x+(-0.0) -> x is exact; x+0.0 is not (-0.0+0.0 is +0.0), so only integer x+0 goes too
+    if _op(node, "add"):
+        x, y = node.inputs
+        for a, b in ((x, y), (y, x)):
+            if _same_type(node, a) and (_is(b, 0, negative_zero=True) or (a._dtype.kind in "iub" and _is(b, 0))):
+                return a, "x+0 -> x"
+    return None
+
+
+def _subtract_zero(node, context):
+    # x-0.0 -> x (exact: -0.0-0.0 is -0.0); x-(-0.0) is x+0.0, which is not
+    if _op(node, "subtract"):
+        x, y = node.inputs
+        if _same_type(node, x) and _is(y, 0, negative_zero=False):
+            return x, "x-0 -> x"
+    return None
+
+
+def _divide_by_one(node, context):
+    # x/1 -> x (exact; an integer x divides to floats, which the dtype check keeps)
+    if _op(node, "divide"):
+        x, y = node.inputs
+        if _is(y, 1) and _same_type(node, x):
+            return x, "x/1 -> x"
+    return None
+
+
+def _double_negation(node, context):
+    # --x -> x (negation is exact)
+    if _op(node, "negative"):
+        (x,) = node.inputs
+        if isinstance(x, Symbol) and _op(x, "negative") and _same_type(node, x.inputs[0]):
+            return x.inputs[0], "--x -> x"
+    return None
+
+
+def _power(node, context):
+    # x**1 -> x; x**2 -> x*x (NumPy computes a square exactly as x*x: the property tests check it)
+    if _op(node, "power"):
+        x, y = node.inputs
+        if _is(y, 1) and _same_type(node, x):
+            return x, "x**1 -> x"
+        if _is(y, 2) and _same_type(node, x):
+            return context.build(node, REGISTRY["multiply"], (x, x)), "x**2 -> x*x"
+    return None
+
+
+def _identity(node, context):
+    # ops that return their input unchanged at these shapes: reshape or broadcast_to to its own
+    # shape, sum_to a like-shaped target, astype to its own dtype, a transpose that keeps the
+    # order, positive, stop_gradient (gradients are already built)
+    if not _op(node, "reshape", "broadcast_to", "sum_to", "astype", "transpose", "positive", "stop_gradient"):
+        return None
+    x = node.inputs[0]
+    if not _same_type(node, x):
+        return None
+    if _op(node, "transpose") and tuple(node.attrs["axes"]) != tuple(range(len(node._shape))):
+        return None
+    return x, f"{node.op.name} that changes nothing -> x"
+
+
+def _reshape_of_reshape(node, context):
+    # reshape(reshape(x, a), b) -> reshape(x, b): a reshape reads elements in C order either way
+    if _op(node, "reshape") and len(node.inputs) == 1:
+        x = node.inputs[0]
+        if isinstance(x, Symbol) and _op(x, "reshape") and len(x.inputs) == 1:
+            return context.build(node, node.op, (x.inputs[0],), node.attrs), "reshape of reshape -> reshape"
+    return None
+
+
+def _transpose_of_transpose(node, context):
+    # transpose(transpose(x, a), b) -> transpose(x, a[b])
+    if _op(node, "transpose"):
+        x = node.inputs[0]
+        if isinstance(x, Symbol) and _op(x, "transpose"):
+            inner, outer = x.attrs["axes"], node.attrs["axes"]
+            axes = tuple(inner[a] for a in outer)
+            return context.build(node, node.op, (x.inputs[0],), {"axes": axes}), "transpose of transpose -> transpose"
+    return None
+
+
+def _sum_to_known_shape(node, context):
+    # sum_to(x, like) with known sizes -> sum over the broadcast axes (then a reshape), so that
+    # `like` need not stay alive until then
+    if _op(node, "sum_to"):
+        x, like = node.inputs
+        if x._shape == like._shape:
+            return None  # _identity's case
+        shape, x_shape = like._shape, x._shape
+        lead = len(x_shape) - len(shape)
+        if lead < 0:
+            return context.build(node, REGISTRY["broadcast_to"], (x,), {"shape": shape}), "sum_to -> sum"
+        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x_shape[lead + i] != 1)
+        total = context.build(node, REGISTRY["sum"], (x,), {"axis": axes, "keepdims": True}) if axes else x
+        if total._shape != shape:
+            total = context.build(node, REGISTRY["reshape"], (total,), {"shape": shape})
+        return total, "sum_to -> sum"
+    return None
+
+
+SIMPLIFICATIONS = [
+    _multiply_by_one, _add_zero, _subtract_zero, _divide_by_one, _double_negation, _power, _identity,
+    _reshape_of_reshape, _transpose_of_transpose, _sum_to_known_shape,
+]
+
+
+def simplify(program, report):
+    return _rewrite(program, report, "simplify", _simplify)
+
+
+# ---------------------------------------------------------------- flattening associative chains
+
+
+def _nary_forward(ufunc):
+    def forward(*xs):
+        # left to right, as the chain it replaces, so every rounding is the same; after the first
+        # step the running result is a fresh array of the final shape and dtype, updated in place
+        out = ufunc(xs[0], xs[1])
+        if type(out) is np.ndarray:
+            for x in xs[2:]:
+                ufunc(out, x, out=out)
+        else:
+            for x in xs[2:]:
+                out = ufunc(out, x)
+        return out
+
+    forward.__name__ = f"{ufunc.__name__}_n"
+    return forward
+
+
+NARY = {
+    name: Op(f"{name}_n", _nary_forward(getattr(np, name)), None, None, broadcast_shapes, False)
+    for name in ("add", "multiply")
+}
+_NARY_OPS = {op: name for name, op in NARY.items()}
+
+
+def _chain_operands(x, name, node, context):
+    """The operands of `x` if it is a chain of `name` that can join `node`'s: read only by `node`,
+    of `node`'s shape and dtype (so that every step of the joined chain has that shape and dtype)."""
+    if not isinstance(x, Symbol) or context.uses.get(x) != 1 or x in context.outputs or not _same_type(node, x):
+        return None
+    if _op(x, name) or _NARY_OPS.get(x.op) == name:
+        return list(x.inputs)
+    return None
+
+
+def _flatten(node, context):
+    # (a+b)+c -> add_n(a, b, c), evaluated left to right: the same roundings in the same order.
+    # c+(a+b) is first read as (a+b)+c: a sum or product of two floats does not depend on order.
+    name = _NARY_OPS.get(node.op) or (node.op.name if _op(node, "add", "multiply") else None)
+    if name is None:
+        return None
+    first, rest = node.inputs[0], list(node.inputs[1:])
+    operands = _chain_operands(first, name, node, context)
+    if operands is None and len(node.inputs) == 2:
+        operands = _chain_operands(node.inputs[1], name, node, context)
+        rest = [first]
+    if operands is None or len(operands) + len(rest) > MAX_OPERANDS:
+        return None
+    return context.build(node, NARY[name], operands + rest), f"flattened a chain of {name} into {name}_n"
+
+
+def flatten_associative(program, report):
+    return _rewrite(program, report, "flatten", _flatten)
+
+
+PASSES = [remove_dead_nodes, fold_constants, simplify, eliminate_common_subexpressions, flatten_associative]

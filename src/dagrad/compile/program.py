@@ -1,0 +1,145 @@
+"""The optimiser's view of a computation: a Program of private graph nodes.
+
+A Program owns its nodes (Symbols of a private Graph), so passes may rewrite them in
+place without touching the user's graph. Every size is known: `dg.compile` traces per
+input signature and `Session` copies its graph per feed signature, so the passes and the
+memory plan can compare shapes exactly.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+
+import numpy as np
+
+from .._core.shapes import runtime_shape
+from ..static.graph import Graph, Symbol, _symbol
+
+# Ops that take unknown sizes from an extra "shape source" input (see ops/shape.py); once
+# sizes are known the target shape is written into the attrs and that input is dropped.
+_SHAPE_SOURCE_OPS = ("reshape", "broadcast_to", "index_add")
+
+
+class Program:
+    """Nodes in a topological order, the inputs (function arguments) and the outputs."""
+
+    def __init__(self, graph, inputs, outputs):
+        self.graph = graph  # the private Graph that owns the nodes
+        self.inputs = list(inputs)  # placeholders and variables, in argument order
+        self.outputs = list(outputs)  # Symbols or plain values, in result order
+
+    @property
+    def nodes(self):
+        return self.graph.nodes
+
+    def symbol_outputs(self):
+        return [o for o in self.outputs if isinstance(o, Symbol)]
+
+    def schedule(self):
+        """Keeps only the inputs and the nodes the outputs need, in a topological order that follows
+        creation order (ready nodes leave a heap by sequence number). Returns how many were dropped."""
+        before = len(self.graph.nodes)
+        needed = dict.fromkeys(self.inputs)
+        stack = self.symbol_outputs()
+        while stack:
+            node = stack.pop()
+            if node in needed and node.op is not None:
+                continue
+            needed[node] = True
+            if node.inputs:
+                stack.extend(a for a in node.inputs if isinstance(a, Symbol) and a not in needed)
+        waiting = {}
+        consumers = {}
+        heap = []
+        tiebreak = 0
+        for node in needed:
+            parents = dict.fromkeys(a for a in (node.inputs or ()) if isinstance(a, Symbol))
+            waiting[node] = len(parents)
+            for parent in parents:
+                consumers.setdefault(parent, []).append(node)
+            if not parents:
+                heappush(heap, (node._seq, tiebreak, node))
+                tiebreak += 1
+        order = []
+        while heap:
+            node = heappop(heap)[2]
+            order.append(node)
+            for consumer in consumers.get(node, ()):
+                waiting[consumer] -= 1
+                if waiting[consumer] == 0:
+                    heappush(heap, (consumer._seq, tiebreak, consumer))
+                    tiebreak += 1
+        self.graph.nodes = order
+        return before - len(order)
+
+    def use_counts(self):
+        """How many times each node is read: by other nodes' inputs and by the outputs."""
+        counts = dict.fromkeys(self.graph.nodes, 0)
+        for node in self.graph.nodes:
+            for a in node.inputs or ():
+                if isinstance(a, Symbol):
+                    counts[a] += 1
+        for o in self.symbol_outputs():
+            counts[o] += 1
+        return counts
+
+    def listing(self):
+        return self.graph.listing()
+
+
+def from_graph(fetches, updates, feed_shapes):
+    """A Program computing `fetches` and `updates` [(variable, value node)] of a user's graph,
+    with each placeholder's unknown sizes replaced by those of `feed_shapes` {placeholder: shape}.
+
+    Returns (program, placeholders, variables): the program's inputs are the copies of
+    those placeholders, then of those variables, in that order.
+    """
+    from ..static.graph import _ancestors_in_order
+
+    targets = list(fetches) + [value for _, value in updates if isinstance(value, Symbol)]
+    graph = Graph()
+    copies = {}
+    placeholders, variables = [], []
+    for node in _ancestors_in_order(targets):
+        if node.kind == "placeholder":
+            copy = _symbol(graph, "placeholder", feed_shapes[node], node._dtype, name=node.name)
+            placeholders.append(node)
+        elif node.kind == "variable":
+            copy = _symbol(graph, "variable", node._shape, node._dtype, name=node.name)
+            variables.append(node)
+        elif node.kind == "constant":
+            copy = _symbol(graph, "constant", node._shape, node._dtype, name=node.name)
+            copy._data = node._data
+        elif node.kind == "op":
+            copy = _rebuild(graph, node, [copies[a] if isinstance(a, Symbol) else a for a in node.inputs])
+        else:  # an update node (assign, group): the caller turns these into outputs
+            continue
+        copy.where = node.where
+        copy._seq = node._seq
+        copies[node] = copy
+    inputs = [copies[p] for p in placeholders] + [copies[v] for v in variables]
+    outputs = [copies[f] for f in fetches] + [copies[v] if isinstance(v, Symbol) else v for _, v in updates]
+    return Program(graph, inputs, outputs), placeholders, variables
+
+
+def _rebuild(graph, node, args):
+    """A copy of op node `node` over `args`, with its shape worked out again from theirs (its dtype
+    does not depend on sizes, so it is kept)."""
+    attrs = node.attrs
+    if node.op.name in _SHAPE_SOURCE_OPS and len(args) > 1 and isinstance(args[-1], Symbol):
+        attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [_Sized(args[-1]._shape)])}
+        args = args[:-1]
+    shapes = [a._shape if isinstance(a, Symbol) else _shape_of(a) for a in args]
+    shape = node.op.shape(*shapes, **(attrs or {}))
+    return _symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
+
+
+class _Sized:
+    """Something with a shape (what `runtime_shape` reads from a shape source)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def _shape_of(value):
+    return np.shape(value)

@@ -1,0 +1,251 @@
+"""`dg.compile`: trace a function per input signature, optimise, generate code, run it."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import keyword
+import re
+
+import numpy as np
+
+from .._core.autodiff import tree_flatten, tree_unflatten
+from .._core.errors import user_line
+from .._core.tensor import Tensor, _grad_mode, _leaf
+from ..static.graph import Graph, Symbol, _symbol
+from .codegen import generate
+from .passes import optimize
+from .program import Program
+
+CACHE_SIZE = 64  # signatures kept per compiled function; the oldest is dropped beyond this
+
+
+def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.compile and jax.jit)
+    """`f` (arrays -> arrays, or a transform of such a function) compiled to NumPy code.
+
+    The first call with a new input signature (pytree structure, shapes and dtypes of the
+    array arguments, values of the Python scalars) traces `f` into a graph, optimises it
+    and generates a Python function over NumPy; later calls with that signature run that
+    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`.
+
+    >>> import dagrad as dg, numpy as np
+    >>> @dg.compile
+    ... def f(x):
+    ...     return dg.sum(dg.tanh(x) ** 2)
+    >>> df = dg.compile(dg.grad(f))
+    >>> df(np.array([0.0, 1.0]))
+    array([0.        , 0.63970001])
+    >>> print(df.source(np.array([0.0, 1.0])))  # doctest: +ELLIPSIS
+    def grad_f(x):
+        t1 = tanh(x)...
+    """
+    if f is None:
+        return functools.partial(compile, optimize=optimize)
+    if not callable(f):
+        raise TypeError(f"dg.compile: expects a function, got {type(f).__name__} (at {user_line()})")
+    return Compiled(f, optimize)
+
+
+class Compiled:
+    """A compiled function: call it like `f`; `graph`, `source`, `report` and `export` show
+    what a given input signature compiles to."""
+
+    def __init__(self, f, optimize=True):
+        self.f = f
+        self.optimize = optimize
+        self._cache = {}
+        functools.update_wrapper(self, f)
+        self.__name__ = _identifier(getattr(f, "__name__", "f"))
+
+    def __call__(self, *args, **kwargs):
+        leaves, treedef = tree_flatten((args, kwargs))
+        for leaf in leaves:
+            if isinstance(leaf, Tensor) and (leaf._level or leaf._symbolic or
+                                             (leaf._requires_grad and _grad_mode.enabled)):
+                # a value another transform or graph is tracing, or one whose gradient is wanted:
+                # run f itself, so that the operations are recorded (compiling does not record)
+                return self.f(*args, **kwargs)
+        entry = self._entry(leaves, treedef)
+        arrays = [leaf.numpy() if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
+        try:
+            results = entry.generated.function(*arrays)
+        except Exception as err:
+            raise _explain(err, entry) from err
+        if entry.wrap:
+            results = [_leaf(np.asarray(r), False) for r in results]
+        return tree_unflatten(entry.out_def, results)
+
+    # -- looking at what a signature compiles to
+    def graph(self, *args, **kwargs):
+        """The optimised graph for these arguments' signature (print it for a listing)."""
+        return self._entry_for(args, kwargs).program.graph
+
+    def source(self, *args, **kwargs):
+        """The generated Python source for these arguments' signature."""
+        return self._entry_for(args, kwargs).generated.source
+
+    def report(self, *args, **kwargs):
+        """What each optimisation pass did for these arguments' signature."""
+        return self._entry_for(args, kwargs).report
+
+    def export(self, path, *args, **kwargs):
+        """Writes a standalone module (NumPy only) computing this function for these arguments'
+        signature; see `dagrad.compile.export`."""
+        from .export import export_module
+
+        entry = self._entry_for(args, kwargs)
+        return export_module(path, entry, self.f)
+
+    def _entry_for(self, args, kwargs):
+        leaves, treedef = tree_flatten((args, kwargs))
+        return self._entry(leaves, treedef)
+
+    def _entry(self, leaves, treedef):
+        key = (_freeze(treedef), tuple(_leaf_key(leaf) for leaf in leaves))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(leaves, treedef)
+            if len(self._cache) >= CACHE_SIZE:
+                del self._cache[next(iter(self._cache))]
+            self._cache[key] = entry
+        return entry
+
+    def _trace(self, leaves, treedef):
+        graph = Graph()
+        graph.tracing = self.__name__
+        names = _leaf_names(self.f, treedef, len(leaves))
+        traced = []
+        arrays = []
+        with graph:
+            for k, leaf in enumerate(leaves):
+                if _is_array(leaf):
+                    value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
+                    node = _symbol(graph, "placeholder", value.shape, value.dtype,
+                                   requires_grad=value.dtype.kind == "f", name=names[k])
+                    traced.append(node)
+                    arrays.append(k)
+                else:
+                    traced.append(leaf)
+            args, kwargs = tree_unflatten(treedef, traced)
+            out = self.f(*args, **kwargs)
+        out_leaves, out_def = tree_flatten(out)
+        outputs = [_output(o, graph) for o in out_leaves]
+        inputs = [traced[k] for k in arrays]
+        program = Program(graph, inputs, outputs)
+        if self.optimize:
+            report = optimize(program)
+        else:
+            report = None
+            program.schedule()  # still only what the outputs need
+        generated = generate(program, self.__name__)
+        return _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
+
+
+class _Entry:
+    def __init__(self, program, generated, report, arrays, out_def, wrap):
+        self.program = program
+        self.generated = generated
+        self.report = report
+        self.arrays = arrays  # positions of the array arguments among the flattened leaves
+        self.out_def = out_def
+        self.wrap = wrap  # Tensors in, Tensors out (as f itself would do)
+
+
+def _is_array(leaf):
+    return isinstance(leaf, (np.ndarray, np.generic, Tensor))
+
+
+def _leaf_key(leaf):
+    if isinstance(leaf, Tensor):
+        value = leaf._value
+        return ("tensor", value.shape, value.dtype.str)
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ("array", leaf.shape, leaf.dtype.str)
+    try:
+        hash(leaf)
+    except TypeError:
+        raise TypeError(
+            f"dg.compile: an argument of type {type(leaf).__name__} is neither an array nor a hashable "
+            f"constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them) at {user_line()}"
+        ) from None
+    return ("static", type(leaf).__name__, repr(leaf) if isinstance(leaf, float) else leaf)
+
+
+def _freeze(treedef):
+    if treedef is None:
+        return None
+    kind, defs = treedef
+    if kind is dict:
+        return (kind, tuple((key, _freeze(sub)) for key, sub in defs))
+    return (kind, tuple(_freeze(sub) for sub in defs))
+
+
+def _leaf_names(f, treedef, count):
+    """Names for the placeholders after f's parameters: `x`, `params_w`, `batch_0`, ..."""
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    variadic = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), "arg")
+    _, (args_def, kwargs_def) = treedef
+    names = []
+
+    def walk(sub, prefix):
+        if sub is None:
+            names.append(prefix)
+            return
+        kind, defs = sub
+        if kind is dict:
+            for key, item in defs:
+                walk(item, f"{prefix}_{key}")
+        else:
+            for k, item in enumerate(defs):
+                walk(item, f"{prefix}_{k}")
+
+    for k, sub in enumerate(args_def[1]):
+        walk(sub, positional[k] if k < len(positional) else f"{variadic}{k}")
+    for key, sub in kwargs_def[1]:
+        walk(sub, key)
+    return names[:count]
+
+
+def _output(value, graph):
+    """An output of the traced function: a node of the trace, or a constant."""
+    if isinstance(value, Symbol):
+        if value.graph is not graph:
+            raise ValueError("dg.compile: the function returned a node of another static graph")
+        return value
+    if isinstance(value, Tensor):
+        if value._level:
+            raise TypeError("dg.compile: the function returned a value still traced by a transform")
+        return value.numpy()
+    return value
+
+
+def _identifier(name):
+    cleaned = re.sub("_+", "_", "".join(c if c.isalnum() else "_" for c in name)).strip("_")
+    if cleaned == "lambda":
+        return "f"
+    if keyword.iskeyword(cleaned):
+        return cleaned + "_"
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"f_{cleaned}"
+
+
+def _explain(err, entry):
+    """The error of a failing generated line, naming its op, its input shapes and the user's line."""
+    generated = entry.generated
+    tb = err.__traceback__
+    node = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == generated.function.__dagrad_filename__:
+            node = generated.line_nodes.get(tb.tb_lineno)
+        tb = tb.tb_next
+    if node is None:
+        return err
+    shapes = ", ".join(str(a._shape) if isinstance(a, Symbol) else str(np.shape(a)) for a in node.inputs)
+    message = f"{node.op.name} failed in compiled code: {err} (input shapes {shapes}; node built at {node.where})"
+    try:
+        return type(err)(message)
+    except Exception:
+        return RuntimeError(message)
