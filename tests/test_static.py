@@ -463,23 +463,35 @@ def test_fetched_values_do_not_alias_variables_or_constants():
     np.testing.assert_array_equal(sess.run(c), [1.0, 2.0])
 
 
-def test_a_failure_in_the_middle_of_a_run_changes_no_variable(calls):
+def test_sizes_that_do_not_fit_are_found_before_anything_runs(calls):
     with dg.Graph() as g:
         a = dg.placeholder((None,), name="a")
         b = dg.placeholder((None,), name="b")
         v = dg.Variable(np.zeros(2), name="v")
-        w = dg.Variable(5.0, name="w")
-        early = dg.group(v.assign(v + 1.0), w.assign(w * 2.0))  # evaluated before the failing node
-        bad = dg.exp(a) + b  # (3,) + (4,) fails only at run time
+        early = v.assign(v + 1.0)
+        bad = dg.exp(a) + b  # (3,) + (4,) is known not to fit once the feeds' sizes are
     calls.clear()
     sess = dg.Session(g)
     with pytest.raises(ValueError, match=r"add failed in Session.run.*\(3,\).*\(4,\).*test_static.py"):
         sess.run([early, bad], {a: np.zeros(3), b: np.zeros(4)})
-    assert calls["exp"] == 1 and calls["add"] == 2  # it did get that far: v + 1.0, then the failing add
+    assert calls == {}  # the run's code is compiled for these sizes first: nothing was evaluated
+    np.testing.assert_array_equal(v.value, [0.0, 0.0])
+
+
+def test_a_failure_in_the_middle_of_a_run_changes_no_variable(calls):
+    with dg.Graph() as g:
+        m = dg.placeholder((2, 2), name="m")
+        v = dg.Variable(np.zeros(2), name="v")
+        w = dg.Variable(5.0, name="w")
+        early = dg.group(v.assign(v + 1.0), w.assign(w * 2.0))  # evaluated before the failing node
+        bad = dg.linalg.inv(dg.exp(m) - 1.0)  # singular for m = 0: fails only when it runs
+    calls.clear()
+    sess = dg.Session(g)
+    with pytest.raises(np.linalg.LinAlgError, match=r"inv failed in Session.run.*\(2, 2\).*test_static.py"):
+        sess.run([early, bad], {m: np.zeros((2, 2))})
+    assert calls["exp"] == 1 and calls["add"] == 1  # it did get that far: v + 1.0, then the failing inv
     np.testing.assert_array_equal(v.value, [0.0, 0.0])
     assert w.value == 5.0
-    sess.run(early)
-    np.testing.assert_array_equal(v.value, [1.0, 1.0])
 
 
 def test_a_bad_update_value_at_run_time_applies_no_update():

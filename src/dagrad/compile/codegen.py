@@ -88,7 +88,8 @@ def generate(program, name="f"):
         else:
             results.append(names[o])
     params = ", ".join(names[n] for n in program.inputs)
-    source = "\n".join([f"def {name}({params}):", *lines, f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})"])
+    returned = ", ".join(results) + ("," if len(results) == 1 else "")
+    source = "\n".join([f"def {name}({params}):", *lines, f"    return ({returned})"])
     filename = f"<dagrad.compile {name} #{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show lines
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (our own generated source)

@@ -368,10 +368,10 @@ def _sum_to_known_shape(node, context):
     # sum_to(x, like) with known sizes -> sum over the broadcast axes (then a reshape), so that
     # `like` need not stay alive until then
     if _op(node, "sum_to"):
-        x, like = node.inputs
-        if x._shape == like._shape:
-            return None  # _identity's case
-        shape, x_shape = like._shape, x._shape
+        x = node.inputs[0]
+        if not isinstance(x, Symbol) or x._shape == node._shape:
+            return None  # folding's or _identity's case
+        shape, x_shape = node._shape, x._shape
         lead = len(x_shape) - len(shape)
         if lead < 0:
             return context.build(node, REGISTRY["broadcast_to"], (x,), {"shape": shape}), "sum_to -> sum"

@@ -130,7 +130,14 @@ def _rebuild(graph, node, args):
         attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [_Sized(args[-1]._shape)])}
         args = args[:-1]
     shapes = [a._shape if isinstance(a, Symbol) else _shape_of(a) for a in args]
-    shape = node.op.shape(*shapes, **(attrs or {}))
+    try:
+        shape = node.op.shape(*shapes, **(attrs or {}))
+    except Exception as err:  # sizes that were unknown when the node was built do not fit
+        described = ", ".join(str(tuple(s)) for s in shapes)
+        kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+        message = str(err).removeprefix(f"{node.op.name}: ")
+        raise kind(f"{node.op.name} failed in Session.run: {message} (input shapes {described}; node built at "
+                   f"{node.where})") from None
     return _symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
 
 

@@ -70,7 +70,7 @@ class Compiled:
         try:
             results = entry.generated.function(*arrays)
         except Exception as err:
-            raise _explain(err, entry) from err
+            raise explain(err, entry.generated, "compiled code") from err
         if entry.wrap:
             results = [_leaf(np.asarray(r), False) for r in results]
         return tree_unflatten(entry.out_def, results)
@@ -232,9 +232,8 @@ def _identifier(name):
     return cleaned if cleaned and not cleaned[0].isdigit() else f"f_{cleaned}"
 
 
-def _explain(err, entry):
+def explain(err, generated, where):
     """The error of a failing generated line, naming its op, its input shapes and the user's line."""
-    generated = entry.generated
     tb = err.__traceback__
     node = None
     while tb is not None:
@@ -244,7 +243,7 @@ def _explain(err, entry):
     if node is None:
         return err
     shapes = ", ".join(str(a._shape) if isinstance(a, Symbol) else str(np.shape(a)) for a in node.inputs)
-    message = f"{node.op.name} failed in compiled code: {err} (input shapes {shapes}; node built at {node.where})"
+    message = f"{node.op.name} failed in {where}: {err} (input shapes {shapes}; node built at {node.where})"
     try:
         return type(err)(message)
     except Exception:

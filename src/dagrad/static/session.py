@@ -1,7 +1,9 @@
 """Running static graphs: `Session`, variable updates (`assign`, `group`) and `gradients`.
 
-`Session.run` is an interpreter over the IR: it evaluates, in creation order, exactly the
-nodes the fetches need, each once, with each op's NumPy forward.
+`Session.run` runs generated code: per fetch set and feed signature, the nodes the fetches
+need are copied with their sizes made concrete, optimised and compiled to a Python
+function over NumPy (the machinery of `dg.compile`), which every later run with that
+signature calls.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from .._core.autodiff import reverse_sweep, tree_flatten, tree_unflatten
 from .._core.errors import user_line
 from .._core.op import Op
 from .graph import Symbol, _checked_value, _shape_fits, _symbol
+from .graph import _ancestors_in_order as _ancestors
 
 # update nodes are not differentiable ops, so they are not in the op registry
 _ASSIGN = Op("assign", lambda variable, value: value, None, None, lambda v, e: v, False)
@@ -90,20 +93,6 @@ def gradients(ys, xs, grad_ys=None):
     return results[0] if single_x else results
 
 
-def _ancestors(nodes):
-    """`nodes` and every node they depend on, in creation order (iteratively)."""
-    seen = {}
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen[node] = True
-        if node.inputs:
-            stack.extend(a for a in node.inputs if isinstance(a, Symbol))
-    return sorted(seen, key=lambda n: n._seq)
-
-
 def _between(xs, ys):
     """The nodes on some path from an x to a y: only their gradients are worth building."""
     depends = dict.fromkeys(xs, True)
@@ -120,46 +109,47 @@ def _constant_like(y, value):
     return node
 
 
-class _Plan:
-    """What one fetch set needs, ready to run: the nodes in creation order as a list of steps.
-
-    Each op node becomes one small closure over value slots, so a run is one loop of calls
-    with no per-node dispatch on kinds or dictionaries (the compile issue generates code).
-    """
+class _FetchSet:
+    """What one fetch set needs: its placeholders, its updates, and its compiled code per feed
+    signature (the shapes fed to its placeholders)."""
 
     def __init__(self, fetches):
-        self.order = _ancestors(fetches)
-        self.slot = {node: i for i, node in enumerate(self.order)}
-        self.placeholders = [n for n in self.order if n.kind == "placeholder"]
-        self.assigns = [n for n in self.order if n.kind == "assign"]
-        self.leaves = [(self.slot[n], n) for n in self.order if n.op is None]
-        self.steps = [(self.slot[n], _step(n, self.slot)) for n in self.order if n.op is not None]
+        order = _ancestors(fetches)
+        self.fetches = fetches
+        self.placeholders = [n for n in order if n.kind == "placeholder"]
+        self.updates = []  # (assign node, variable, value)
+        assigned = {}
+        for node in order:
+            if node.kind == "assign":
+                variable, value = node.inputs
+                if variable in assigned:
+                    raise ValueError(f"Session.run: Variable {variable.name!r} is assigned twice in one run")
+                assigned[variable] = True
+                self.updates.append((node, variable, value))
+        self.values = [f for f in fetches if f.kind not in ("assign", "group")]
+        self.compiled = {}
 
+    def code(self, feeds):
+        """The generated function for these feeds' shapes, compiled on first use."""
+        key = tuple(feeds[p].shape for p in self.placeholders)
+        entry = self.compiled.get(key)
+        if entry is None:
+            from ..compile.codegen import generate
+            from ..compile.passes import optimize
+            from ..compile.program import from_graph
 
-def _step(node, slot):
-    """A closure computing `node` from the list of values `v`."""
-    forward, attrs = node.op.forward, node.attrs or {}
-    parts = [(True, slot[a]) if isinstance(a, Symbol) else (False, a) for a in node.inputs]
-    if not attrs and len(parts) == 1 and parts[0][0]:
-        i = parts[0][1]
-        return lambda v: forward(v[i])
-    if not attrs and len(parts) == 2:
-        (a_is_node, a), (b_is_node, b) = parts
-        if a_is_node and b_is_node:
-            return lambda v: forward(v[a], v[b])
-        if a_is_node:
-            return lambda v: forward(v[a], b)
-        if b_is_node:
-            return lambda v: forward(a, v[b])
-    return lambda v: forward(*[v[i] if is_node else i for is_node, i in parts], **attrs)
+            shapes = {p: feeds[p].shape for p in self.placeholders}
+            program, placeholders, variables = from_graph(
+                self.values, [(variable, value) for _, variable, value in self.updates], shapes)
+            optimize(program)
+            entry = self.compiled[key] = (generate(program, "run"), placeholders, variables, program)
+        return entry
 
 
 def _fetched(node, value):
     """What run returns for a fetch: None for a group, else a value the caller may modify freely."""
     if node.kind == "group":
         return None
-    if isinstance(value, np.ndarray) and not value.flags.owndata:
-        return value.copy()  # a view may share memory with a Variable or a feed
     if node.kind in ("variable", "constant", "assign"):
         return np.array(value, copy=True)
     return value
@@ -185,7 +175,7 @@ class Session:
         from .graph import get_default_graph
 
         self.graph = graph if graph is not None else get_default_graph()
-        self._plans = {}
+        self._fetch_sets = {}
 
     def run(self, fetches, feed_dict=None):
         leaves, treedef = tree_flatten(fetches)
@@ -196,16 +186,24 @@ class Session:
                 raise ValueError(f"Session.run: fetch {f!r} belongs to another graph than this session's")
         feeds = self._feeds(feed_dict or {})
         key = tuple(leaves)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = _Plan(leaves)
-        missing = [p for p in plan.placeholders if p not in feeds]
+        fetch_set = self._fetch_sets.get(key)
+        if fetch_set is None:
+            fetch_set = self._fetch_sets[key] = _FetchSet(leaves)
+        missing = [p for p in fetch_set.placeholders if p not in feeds]
         if missing:
             names = ", ".join(repr(p.name or p) for p in missing)
             raise ValueError(f"Session.run: the fetches need placeholder(s) {names}, which feed_dict does not feed")
-        values = self._evaluate(plan, feeds)
-        self._commit(plan, values)
-        return tree_unflatten(treedef, [_fetched(f, values[plan.slot[f]]) for f in leaves])
+        generated, placeholders, variables, _ = fetch_set.code(feeds)
+        try:
+            results = generated.function(*[feeds[p] for p in placeholders], *[v._data for v in variables])
+        except Exception as err:
+            from ..compile.trace import explain
+
+            raise explain(err, generated, "Session.run") from err
+        computed = dict(zip(fetch_set.values, results))
+        updated = self._commit(fetch_set, results[len(fetch_set.values):])
+        return tree_unflatten(treedef, [_fetched(f, updated[f] if f.kind == "assign" else computed.get(f))
+                                        for f in leaves])
 
     def _feeds(self, feed_dict):
         feeds = {}
@@ -226,36 +224,15 @@ class Session:
             feeds[node] = _checked_value(value, node._shape, node._dtype, f"feed for placeholder {node.name!r}")
         return feeds
 
-    def _evaluate(self, plan, feeds):
-        values = [None] * len(plan.order)
-        for i, node in plan.leaves:
-            values[i] = feeds[node] if node.kind == "placeholder" else node._data
-        k = 0
-        try:
-            for k, (i, step) in enumerate(plan.steps):  # noqa: B007  (k names the failing step)
-                values[i] = step(values)
-        except Exception as err:
-            node = plan.order[plan.steps[k][0]]
-            shapes = ", ".join(str(np.shape(values[plan.slot[a]]) if isinstance(a, Symbol) else np.shape(a))
-                               for a in node.inputs)
-            raise type(err)(
-                f"{node.op.name} failed in Session.run: {err} (input shapes {shapes}; node built at {node.where})"
-            ) from err
-        return values
-
-    def _commit(self, plan, values):
-        """Checks every update of the run, then applies them all (or none)."""
-        updates = {}
-        for node in plan.assigns:
-            variable = node.inputs[0]
-            if variable in updates:
-                raise ValueError(f"Session.run: Variable {variable.name!r} is assigned twice in one run")
-            updates[variable] = _checked_value(values[plan.slot[node]], variable._shape, variable._dtype,
-                                               f"update of Variable {variable.name!r}")
-        for variable, new in updates.items():
-            variable._data = new
-        for node in plan.assigns:
-            values[plan.slot[node]] = updates[node.inputs[0]]
+    def _commit(self, fetch_set, new_values):
+        """Checks every update of the run, then applies them all (or none). Returns {assign node: value}."""
+        checked = [
+            _checked_value(value, variable._shape, variable._dtype, f"update of Variable {variable.name!r}")
+            for (_, variable, _), value in zip(fetch_set.updates, new_values)
+        ]
+        for (_, variable, _), value in zip(fetch_set.updates, checked):
+            variable._data = value
+        return {node: value for (node, _, _), value in zip(fetch_set.updates, checked)}
 
 
 __all__ = ["Session", "assign", "group", "gradients"]
