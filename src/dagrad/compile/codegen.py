@@ -32,18 +32,37 @@ _counter = itertools.count(1)
 class Generated:
     """The generated function, its source and its namespace, and which node each line computes."""
 
-    def __init__(self, source, namespace, function, line_nodes, names):
+    def __init__(self, source, namespace, function, line_nodes, names, bindings, constants):
         self.source = source
         self.namespace = namespace
         self.function = function
         self.line_nodes = line_nodes  # line number in `source` -> node
         self.names = names  # node -> its name in the source
+        self.bindings = bindings  # op -> the name its forward has in the source
+        self.constants = constants  # name -> array, for the arrays the source names
 
 
-def generate(program, name="f"):
-    """Writes `program` as a Python function `name(*inputs)` returning a tuple of the outputs."""
+def generate(program, name="f", grouped=False, reserved=()):
+    """Writes `program` as a Python function `name(*inputs)` returning a tuple of the outputs.
+
+    Each line ends with a comment naming the user's line that built the node; with `grouped`,
+    consecutive lines from one user line are headed instead by one comment quoting that line.
+    No name in the source is one of `reserved`.
+    """
+    source, line_nodes, names, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
+    filename = f"<dagrad.compile {name} #{next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show lines
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (our own generated source)
+    function = namespace[name]
+    function.__dagrad_filename__ = filename
+    return Generated(source, namespace, function, line_nodes, names, bindings, constants.arrays)
+
+
+def _write(program, name, grouped, reserved):
     nodes = program.nodes
     naming = _Naming()
+    naming.taken.update(reserved)
+    name = naming.claim(name)  # before the ops: a function called like an op it calls would call itself
     names = {}
     for node in program.inputs:
         names[node] = naming.claim(node.name or "x")
@@ -63,6 +82,7 @@ def generate(program, name="f"):
 
     plan = _MemoryPlan(program)
     lines = []
+    heading = None
     line_nodes = {}
     for i, node in enumerate(nodes):
         if node.op is None:
@@ -76,8 +96,16 @@ def generate(program, name="f"):
         dead = [names[d] for d in plan.dies_at.get(i, ()) if d.kind != "constant"]
         if dead:
             code += f"; del {', '.join(dead)}"
-        line_nodes[len(lines) + 2] = node  # +1 for the def line, +1 as lines count from 1
-        lines.append(f"    {code:<{COMMENT_COLUMN - 4}}  # {_short(node.where)}")
+        if grouped:
+            if node.where != heading:
+                # the text of a line is quoted once; a following block from the same line names only its part
+                same_line = heading is not None and _location(heading) == _location(node.where)
+                heading = node.where
+                lines.append(f"    # {_short(heading) if same_line else _quoted(heading)}")
+            lines.append(f"    {code}")
+        else:
+            lines.append(f"    {code:<{COMMENT_COLUMN - 4}}  # {_short(node.where)}")
+        line_nodes[len(lines) + 1] = node  # +1 for the def line (lines count from 1)
 
     results = []
     for o in program.outputs:
@@ -90,12 +118,7 @@ def generate(program, name="f"):
     params = ", ".join(names[n] for n in program.inputs)
     returned = ", ".join(results) + ("," if len(results) == 1 else "")
     source = "\n".join([f"def {name}({params}):", *lines, f"    return ({returned})"])
-    filename = f"<dagrad.compile {name} #{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show lines
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (our own generated source)
-    function = namespace[name]
-    function.__dagrad_filename__ = filename
-    return Generated(source, namespace, function, line_nodes, names)
+    return source, line_nodes, names, bindings, constants, namespace, name
 
 
 def _short(where):
@@ -104,6 +127,20 @@ def _short(where):
         return "?"
     path, sep, rest = where.partition(":")
     return os.path.basename(path) + sep + rest
+
+
+def _location(where):
+    return (where or "").split(" ", 1)[0]
+
+
+def _quoted(where):
+    """'model.py:12 (backward of exp):  h = dg.exp(x)': a location with the text of its line."""
+    match = re.match(r"^(.*):(\d+)(.*)$", where or "")
+    if not match:
+        return where or "?"
+    path, number, rest = match.groups()
+    text = linecache.getline(path, int(number)).strip()
+    return f"{os.path.basename(path)}:{number}{rest}" + (f":  {text}" if text else "")
 
 
 class _Naming:

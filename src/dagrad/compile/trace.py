@@ -138,7 +138,10 @@ class Compiled:
             report = None
             program.schedule()  # still only what the outputs need
         generated = generate(program, self.__name__)
-        return _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
+        entry = _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
+        entry.in_def = treedef
+        entry.static_leaves = {k: leaf for k, leaf in enumerate(leaves) if k not in arrays}
+        return entry
 
 
 class _Entry:

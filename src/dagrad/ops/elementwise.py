@@ -152,14 +152,15 @@ def _softplus(x):
 
 softplus = _elementwise("softplus", _softplus, (lambda g, out, x: g * sigmoid(x),), 1)
 
-_erf_object = np.frompyfunc(math.erf, 1, 1)  # exact to double precision, NumPy has no erf of its own
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _erf(x):
+    # math.erf is exact to double precision; NumPy has no erf of its own. The ufunc is made here,
+    # not once at import, so that the function stands alone (dg.compile's export copies it).
     x = np.asarray(x)
     dtype = x.dtype if x.dtype.kind == "f" else np.float64
-    return np.asarray(_erf_object(x), dtype=dtype)[()]
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=dtype)[()]
 
 
 erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1)
