@@ -12,6 +12,13 @@ Workloads
       ops, forward plus backward, dagrad against PyTorch: time per op and peak memory. The pattern's
       derivative stays near 1, so the gradient (about 1.025) is a real cross-check. dagrad also
       runs at 1/4 and 1/2 of the length to show that memory grows linearly.
+  (c) static graphs: the chain of (a) and a softmax-regression step, eagerly and through a dg.Session.
+  (d) compiled code (dg.compile): ``dg.compile(dg.grad(chain))`` is a contender in (a); a 64-128-128-10
+      tanh MLP training step (forward, backward and SGD update in one function) at full batch (1797)
+      and batch 64 against dagrad eager, hand-written NumPy (the floor), JAX jit and eager, and
+      PyTorch eager; ``dg.compile(dg.hessian(f))`` against torch.func.hessian, eager dg.hessian and
+      JAX jit(hessian); the time to compile a 10,000-node graph; the tracemalloc peak of one step.
+      JAX (CPU, `pip install jax`) is optional: without it the JAX rows are skipped with a note.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -24,8 +31,15 @@ Methodology
   * (b) runs every measurement in a fresh subprocess, so that the peak RSS (VmHWM) is that
     contender's own; memory is VmHWM at the end minus VmRSS after imports and warm-up. Rounds
     alternate contenders; we report medians.
-  * PyTorch is pinned to one thread (torch.set_num_threads(1)): the others are single-threaded,
-    and for 16-element or scalar tensors threads only add overhead.
+  * (c) and the timings of (d) use the same interleaved rounds as (a). The compile times of (d) are
+    first calls of a fresh dg.compile (trace + optimise + codegen + one run), median of a few
+    runs, with an untimed full collection before each so that no run pays for another's garbage.
+  * Every contender runs on one thread. This script sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
+    MKL_NUM_THREADS to 1 before NumPy (and so its BLAS) is first imported, and XLA_FLAGS to
+    single-threaded Eigen for JAX; PyTorch is pinned with torch.set_num_threads(1). The machine
+    has 2 cores, the matrices of (c) and (d) are small (at most 1797 x 128), a second thread would
+    help some contenders more than others, and for 16-element or scalar tensors threads only add
+    overhead.
   * The garbage collector stays on (it is part of what users pay). We do not force collections
     between calls: a full collection walks every live object (tens of thousands once torch is
     imported) and leaves the next call with cold caches, which measures the collector rather
@@ -45,10 +59,18 @@ import statistics
 import subprocess
 import sys
 import time
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import numpy as np
+# One thread for every contender (see the methodology); set before NumPy loads its BLAS.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+for _var in THREAD_VARS:
+    os.environ[_var] = "1"
+if XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
+
+import numpy as np  # noqa: E402  (after the thread settings)
 
 ROOT = Path(__file__).resolve().parent.parent
 # Benchmark the working tree, not whatever copy of dagrad happens to be installed.
@@ -127,33 +149,61 @@ def grad_numpy(x0, reps=VECTOR_REPS):
     return g
 
 
+def make_grad_compiled(reps=VECTOR_REPS):
+    """dg.compile(dg.grad(...)) of the chain: traced, optimised and code-generated on its first call."""
+    import dagrad as dg
+
+    def chain_sum(x):
+        return chain(x, dg.sin, dg.tanh, dg.exp, reps).sum()
+
+    return dg.compile(dg.grad(chain_sum))
+
+
+def run_interleaved(contenders, repeats, warmup):
+    """contenders: name -> (function of no arguments, units per call). Returns name -> µs per unit.
+
+    Every round runs each contender in turn, in an order that rotates from round to round; on its
+    turn a contender makes one untimed call (re-warming the caches) and then INNER_CALLS timed calls.
+    """
+    names = list(contenders)
+    times = {name: [] for name in names}
+    for r in range(warmup + repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn, units = contenders[name]
+            fn()  # untimed: re-warms the caches after the previous contender
+            for _ in range(INNER_CALLS):
+                start = time.perf_counter()
+                fn()
+                elapsed = time.perf_counter() - start
+                if r >= warmup:
+                    times[name].append(elapsed / units * 1e6)
+    return times
+
+
 def bench_overhead(repeats, warmup):
     import torch
 
     torch.set_num_threads(1)
     x0 = np.random.default_rng(0).standard_normal(16)
     grad_autograd = make_grad_autograd()
-    contenders = {"dagrad": grad_dagrad, "PyTorch": grad_torch, "autograd": grad_autograd, "NumPy": grad_numpy}
+    grad_compiled = make_grad_compiled()
+    contenders = {
+        "dagrad eager": grad_dagrad,
+        "dagrad compiled": grad_compiled,
+        "PyTorch": grad_torch,
+        "autograd": grad_autograd,
+        "NumPy": grad_numpy,
+    }
 
     reference = grad_numpy(x0)
     for name, fn in contenders.items():
-        g = fn(x0)
+        g = fn(x0)  # for "dagrad compiled", this first call also compiles
         # The gradient is ~1e-16 (200 contracting factors), so an absolute tolerance would pass anything.
         if not np.allclose(g, reference, rtol=1e-9, atol=0.0):
             raise SystemExit(f"gradient mismatch in workload (a): {name}\n{g}\nvs NumPy\n{reference}")
 
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for r in range(warmup + repeats):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            contenders[name](x0)  # untimed: re-warms the caches after the previous contender
-            for _ in range(INNER_CALLS):
-                start = time.perf_counter()
-                contenders[name](x0)
-                elapsed = time.perf_counter() - start
-                if r >= warmup:
-                    times[name].append(elapsed / (VECTOR_REPS * PATTERN_OPS) * 1e6)
-    return times
+    ops = VECTOR_REPS * PATTERN_OPS
+    return run_interleaved({name: (lambda fn=fn: fn(x0), ops) for name, fn in contenders.items()}, repeats, warmup)
 
 
 # ---------------------------------------------------------------- (c) static graphs
@@ -228,20 +278,7 @@ def make_static_contenders():
 
 
 def bench_static(repeats, warmup):
-    contenders = make_static_contenders()
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for r in range(warmup + repeats):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            fn, ops = contenders[name]
-            fn()
-            for _ in range(INNER_CALLS):
-                start = time.perf_counter()
-                fn()
-                elapsed = time.perf_counter() - start
-                if r >= warmup:
-                    times[name].append(elapsed / ops * 1e6)
-    return times
+    return run_interleaved(make_static_contenders(), repeats, warmup)
 
 
 def static_table(times):
@@ -250,6 +287,247 @@ def static_table(times):
         e, s = median(times[f"{workload}, eager"]), median(times[f"{workload}, Session"])
         rows.append(f"| {workload} ({unit}) | {e:.2f} | {s:.2f} | {s / e:.2f} |")
     return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- (d) compiled code
+
+
+MLP = {"n": 1797, "sizes": (64, 128, 128, 10), "lr": 0.1, "batches": (1797, 64)}
+HESSIAN_N = 50
+COMPILE_OPS = 10_000  # elementwise ops in the graph whose compile time (d) measures
+COMPILE_RUNS = {"full": (5, 3), "quick": (1, 1)}  # fresh compiles of the forward chain and of its gradient
+# The same loss, parameters and updates must come out of every contender before anything is timed.
+MLP_RTOL, MLP_ATOL = 1e-7, 1e-10
+
+
+def load_jax():
+    """(jax, jax.numpy) with float64 enabled, or (None, reason) when JAX cannot be imported."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except Exception as err:  # ImportError, or a broken jaxlib
+        return None, f"{type(err).__name__}: {err}"
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+def mlp_data():
+    """Digits-shaped synthetic data (fixed seed): 1797 x 64 float64 inputs with the 17 grey levels of
+    the 8 x 8 digits images scaled to [0, 1], labels in 0..9 as one-hot rows, and the parameters."""
+    rng = np.random.default_rng(2)
+    sizes = MLP["sizes"]
+    x = rng.integers(0, 17, (MLP["n"], sizes[0])).astype(np.float64) / 16
+    onehot = np.eye(sizes[-1])[rng.integers(0, sizes[-1], MLP["n"])]
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        params += [rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in), np.zeros(fan_out)]
+    return tuple(params), x, onehot
+
+
+def make_mlp_loss(tanh, log_softmax):
+    """Mean softmax cross-entropy of the 64-128-128-10 tanh MLP, for any array library."""
+
+    def mlp_loss(params, x, onehot):
+        w1, b1, w2, b2, w3, b3 = params
+        h = tanh(x @ w1 + b1)
+        h = tanh(h @ w2 + b2)
+        return -(onehot * log_softmax(h @ w3 + b3)).sum() / x.shape[0]
+
+    return mlp_loss
+
+
+def make_sgd_step(value_and_grad):
+    def step(params, x, onehot):
+        loss, grads = value_and_grad(params, x, onehot)
+        return tuple(p - MLP["lr"] * g for p, g in zip(params, grads)), loss
+
+    return step
+
+
+def numpy_mlp_step(params, x, onehot):
+    """The floor: forward, backward by hand (softmax - onehot for the cross-entropy) and update."""
+    w1, b1, w2, b2, w3, b3 = params
+    n = x.shape[0]
+    h1 = np.tanh(x @ w1 + b1)
+    h2 = np.tanh(h1 @ w2 + b2)
+    z = h2 @ w3 + b3
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    s = e.sum(axis=1, keepdims=True)
+    loss = -(onehot * (z - np.log(s))).sum() / n
+    dz = (e / s - onehot) / n  # every row of onehot sums to 1
+    d2 = (dz @ w3.T) * (1 - h2 * h2)
+    d1 = (d2 @ w2.T) * (1 - h1 * h1)
+    grads = (x.T @ d1, d1.sum(axis=0), h1.T @ d2, d2.sum(axis=0), h2.T @ dz, dz.sum(axis=0))
+    return tuple(p - MLP["lr"] * g for p, g in zip(params, grads)), loss
+
+
+def make_mlp_steps():
+    """name -> step(batch) running one training step on the first `batch` rows, returning NumPy
+    (new_params, loss); and the JAX note (None when JAX ran)."""
+    import torch
+
+    import dagrad as dg
+
+    torch.set_num_threads(1)
+    params, x, onehot = mlp_data()
+    data = {b: (np.ascontiguousarray(x[:b]), np.ascontiguousarray(onehot[:b])) for b in MLP["batches"]}
+
+    dg_step = make_sgd_step(dg.value_and_grad(make_mlp_loss(dg.tanh, lambda z: dg.log_softmax(z, axis=1))))
+    dg_compiled = dg.compile(dg_step)
+
+    t_params = tuple(torch.tensor(p, requires_grad=True) for p in params)
+    t_data = {b: tuple(torch.from_numpy(a) for a in data[b]) for b in data}
+    t_loss = make_mlp_loss(torch.tanh, lambda z: torch.log_softmax(z, dim=1))
+
+    def torch_step(b):
+        loss = t_loss(t_params, *t_data[b])
+        grads = torch.autograd.grad(loss, t_params)
+        with torch.no_grad():
+            return tuple(p - MLP["lr"] * g for p, g in zip(t_params, grads)), loss.detach()
+
+    steps = {
+        "NumPy (by hand)": lambda b: numpy_mlp_step(params, *data[b]),
+        "dagrad compiled": lambda b: dg_compiled(params, *data[b]),
+        "dagrad eager": lambda b: dg_step(params, *data[b]),
+        "PyTorch eager": torch_step,
+    }
+    jax, jnp = load_jax()
+    if jax is not None:
+        j_params = tuple(jnp.asarray(p) for p in params)
+        j_data = {b: tuple(jnp.asarray(a) for a in data[b]) for b in data}
+        j_step = make_sgd_step(jax.value_and_grad(make_mlp_loss(jnp.tanh, lambda z: jax.nn.log_softmax(z, axis=1))))
+        j_jit = jax.jit(j_step)
+        steps["JAX jit"] = lambda b: jax.block_until_ready(j_jit(j_params, *j_data[b]))
+        steps["JAX eager"] = lambda b: jax.block_until_ready(j_step(j_params, *j_data[b]))
+    return steps, (None if jax is not None else jnp)
+
+
+def check_mlp_steps(steps):
+    for b in MLP["batches"]:
+        ref_params, ref_loss = steps["NumPy (by hand)"](b)
+        for name, step in steps.items():
+            new_params, loss = step(b)  # the first call also compiles (dagrad compiled, JAX jit)
+            got = [np.asarray(p) for p in new_params] + [np.asarray(loss)]
+            want = list(ref_params) + [np.asarray(ref_loss)]
+            if not all(g.shape == w.shape and np.allclose(g, w, MLP_RTOL, MLP_ATOL) for g, w in zip(got, want)):
+                raise SystemExit(f"MLP step mismatch in workload (d), batch {b}: {name} (loss {loss} vs {ref_loss})")
+
+
+def bench_mlp(repeats, warmup):
+    steps, jax_note = make_mlp_steps()
+    check_mlp_steps(steps)
+    times = {}
+    for b in MLP["batches"]:
+        times[b] = run_interleaved({name: (lambda s=s: s(b), 1) for name, s in steps.items()}, repeats, warmup)
+    return times, jax_note
+
+
+def bench_mlp_memory(runs=3):
+    """tracemalloc peak (bytes above what was allocated before the call) of one full-batch step,
+    after warm-up, and the bytes the step's results hold. NumPy reports its buffers to tracemalloc."""
+    import tracemalloc
+
+    import dagrad as dg
+
+    params, x, onehot = mlp_data()
+    dg_step = make_sgd_step(dg.value_and_grad(make_mlp_loss(dg.tanh, lambda z: dg.log_softmax(z, axis=1))))
+    steps = {
+        "dagrad eager": dg_step,
+        "dagrad compiled": dg.compile(dg_step),
+        "NumPy (by hand)": numpy_mlp_step,
+    }
+    result = {}
+    for name, step in steps.items():
+        peaks, kept = [], []
+        step(params, x, onehot)  # warm-up (and compilation)
+        for _ in range(runs):
+            gc.collect()
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+            out = step(params, x, onehot)
+            current, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            peaks.append(peak - base)
+            kept.append(current - base)
+            del out
+        result[name] = (median(peaks), median(kept))
+    return result
+
+
+def hessian_inputs():
+    rng = np.random.default_rng(3)
+    return rng.standard_normal((HESSIAN_N, HESSIAN_N)) / np.sqrt(HESSIAN_N), rng.standard_normal(HESSIAN_N)
+
+
+def bench_hessian(repeats, warmup):
+    """f(x) = sum(tanh(A @ x) ** 2), n = 50: the full 50 x 50 Hessian per call."""
+    import torch
+
+    import dagrad as dg
+
+    torch.set_num_threads(1)
+    a, x0 = hessian_inputs()
+    dg_hessian = dg.hessian(lambda x: (dg.tanh(a @ x) ** 2).sum())
+    dg_compiled = dg.compile(dg_hessian)
+    a_t, x_t = torch.from_numpy(a), torch.from_numpy(x0)
+    torch_hessian = torch.func.hessian(lambda x: (torch.tanh(a_t @ x) ** 2).sum())
+    contenders = {
+        "dagrad compiled": lambda: dg_compiled(x0),
+        "dagrad eager": lambda: dg_hessian(x0),
+        "torch.func.hessian": lambda: torch_hessian(x_t),
+    }
+    jax, jnp = load_jax()
+    if jax is not None:
+        a_j, x_j = jnp.asarray(a), jnp.asarray(x0)
+        jax_hessian = jax.jit(jax.hessian(lambda x: (jnp.tanh(a_j @ x) ** 2).sum()))
+        contenders["JAX jit(hessian)"] = lambda: jax.block_until_ready(jax_hessian(x_j))
+
+    # the exact Hessian: 2 A^T diag((1 - t^2)(1 - 3 t^2)) A with t = tanh(A x)
+    t = np.tanh(a @ x0)
+    reference = 2 * a.T @ (((1 - t * t) * (1 - 3 * t * t))[:, None] * a)
+    for name, fn in contenders.items():
+        got = np.asarray(fn())  # the first call also compiles
+        if not np.allclose(got, reference, rtol=1e-9, atol=1e-12):
+            raise SystemExit(f"Hessian mismatch in workload (d): {name}")
+    return run_interleaved({name: (fn, 1) for name, fn in contenders.items()}, repeats, warmup)
+
+
+def bench_compile_time(mode):
+    """First-call times of fresh dg.compile's of the 10,000-op chain (forward) and of its gradient."""
+    import dagrad as dg
+
+    reps = COMPILE_OPS // PATTERN_OPS
+    x0 = np.random.default_rng(0).standard_normal(16)
+
+    def forward(x):
+        return chain(x, dg.sin, dg.tanh, dg.exp, reps)
+
+    def chain_sum(x):
+        return forward(x).sum()
+
+    results = {}
+    for (label, f), runs in zip(
+        ((f"{COMPILE_OPS:,} ops forward", forward), (f"gradient of the {COMPILE_OPS:,} ops", dg.grad(chain_sum))),
+        COMPILE_RUNS[mode],
+    ):
+        firsts = []
+        for _ in range(runs):
+            fast = dg.compile(f)
+            gc.collect()
+            start = time.perf_counter()
+            fast(x0)
+            firsts.append(time.perf_counter() - start)
+        report = fast.report(x0)
+        later = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fast(x0)
+            later.append(time.perf_counter() - start)
+        del fast
+        gc.collect()
+        results[label] = (firsts, median(later), report.traced, report.optimised)
+    return results
 
 
 # ---------------------------------------------------------------- (b) deep chain
@@ -335,16 +613,117 @@ def overhead_table(times):
     rows = ["| contender | µs/op (median) | IQR | × NumPy floor |", "|---|---:|---:|---:|"]
     for name, ts in times.items():
         lo, hi = iqr(ts)
-        rows.append(f"| {name} | {median(ts):.3f} | {lo:.3f}–{hi:.3f} | {median(ts) / floor:.1f} |")
-    d = median(times["dagrad"])
+        rows.append(f"| {name} | {median(ts):.3f} | {lo:.3f}–{hi:.3f} | {median(ts) / floor:.2f} |")
+    d, c, t = median(times["dagrad eager"]), median(times["dagrad compiled"]), median(times["PyTorch"])
     rows += [
         "",
         "| ratio of medians | value |",
         "|---|---:|",
-        f"| dagrad / PyTorch | {d / median(times['PyTorch']):.2f} |",
-        f"| dagrad / autograd | {d / median(times['autograd']):.2f} |",
-        f"| dagrad / NumPy | {d / floor:.2f} |",
+        f"| dagrad eager / PyTorch | {d / t:.2f} |",
+        f"| dagrad eager / autograd | {d / median(times['autograd']):.2f} |",
+        f"| dagrad eager / NumPy | {d / floor:.2f} |",
+        f"| dagrad compiled / NumPy | {c / floor:.2f} |",
+        f"| dagrad compiled / dagrad eager | {c / d:.2f} |",
+        f"| PyTorch / dagrad compiled (speed-up) | {t / c:.2f} |",
     ]
+    return "\n".join(rows)
+
+
+def mlp_table(times, jax_note):
+    batches = MLP["batches"]
+    floors = {b: median(times[b]["NumPy (by hand)"]) for b in batches}
+    head = " | ".join(f"batch {b}: µs/step (median) | IQR | × NumPy" for b in batches)
+    rows = [f"| contender | {head} |", "|---|" + "---:|" * (3 * len(batches))]
+    for name in times[batches[0]]:
+        cells = []
+        for b in batches:
+            ts = times[b][name]
+            lo, hi = iqr(ts)
+            cells.append(f"{median(ts):.0f} | {lo:.0f}–{hi:.0f} | {median(ts) / floors[b]:.2f}")
+        rows.append(f"| {name} | {' | '.join(cells)} |")
+    ratio = lambda b, a, c: median(times[b][a]) / median(times[b][c])
+    rows += ["", "| ratio of medians | " + " | ".join(f"batch {b}" for b in batches) + " |"]
+    rows.append("|---|" + "---:|" * len(batches))
+    others = ["dagrad eager", "PyTorch eager"] + (["JAX jit", "JAX eager"] if jax_note is None else [])
+    for other in ["NumPy (by hand)"] + others:
+        rows.append(
+            f"| dagrad compiled / {other} | "
+            + " | ".join(f"{ratio(b, 'dagrad compiled', other):.2f}" for b in batches)
+            + " |"
+        )
+    if jax_note is not None:
+        rows += ["", f"JAX rows skipped: JAX is not importable ({jax_note})."]
+    return "\n".join(rows)
+
+
+def hessian_table(times):
+    ref = median(times["torch.func.hessian"])
+    rows = ["| contender | µs/call (median) | IQR | × torch.func.hessian |", "|---|---:|---:|---:|"]
+    for name, ts in times.items():
+        lo, hi = iqr(ts)
+        rows.append(f"| {name} | {median(ts):.0f} | {lo:.0f}–{hi:.0f} | {median(ts) / ref:.2f} |")
+    if "JAX jit(hessian)" not in times:
+        rows += ["", "JAX row skipped: JAX is not importable."]
+    return "\n".join(rows)
+
+
+def compile_table(results):
+    rows = [
+        "| graph (16 float64) | nodes traced → optimised | runs | first call, s (median) | min–max | later calls, ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, (firsts, later, traced, optimised) in results.items():
+        rows.append(
+            f"| {label} | {traced:,} → {optimised:,} | {len(firsts)} | {median(firsts):.2f} | "
+            f"{min(firsts):.2f}–{max(firsts):.2f} | {later * 1e3:.1f} |"
+        )
+    return "\n".join(rows)
+
+
+def memory_table(memory):
+    eager = memory["dagrad eager"][0]
+    rows = [
+        f"| contender (batch {MLP['n']}) | tracemalloc peak, MB | held by the results, MB | × dagrad eager |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, (peak, kept) in memory.items():
+        rows.append(f"| {name} | {peak / 1e6:.2f} | {kept / 1e6:.2f} | {peak / eager:.2f} |")
+    return "\n".join(rows)
+
+
+def targets_table(overhead, mlp, hessian, compile_times, memory):
+    """The targets of the issue against this run's figures."""
+    o = lambda name: median(overhead[name])
+    m = lambda b, name: median(mlp[b][name])
+    first = median(next(iter(compile_times.values()))[0])
+    checks = [
+        ("per-op overhead (a): dagrad compiled / NumPy floor", o("dagrad compiled") / o("NumPy"), "≤ 1.6", 1.6, True),
+        ("per-op overhead (a): PyTorch / dagrad compiled", o("PyTorch") / o("dagrad compiled"), "≥ 3", 3.0, False),
+    ]
+    for b, limit in zip(MLP["batches"], (1.1, 1.35)):
+        ratio = m(b, "dagrad compiled") / m(b, "NumPy (by hand)")
+        checks.append((f"MLP step, batch {b}: dagrad compiled / NumPy", ratio, f"≤ {limit}", limit, True))
+    checks += [
+        (
+            "Hessian: dagrad compiled / torch.func.hessian",
+            median(hessian["dagrad compiled"]) / median(hessian["torch.func.hessian"]),
+            "≤ 1",
+            1.0,
+            True,
+        ),
+        (f"compile a {COMPILE_OPS:,}-node graph, s", first, "< 2", 2.0, True),
+        (
+            "peak memory of a step: dagrad compiled / eager",
+            memory["dagrad compiled"][0] / memory["dagrad eager"][0],
+            "≤ 1",
+            1.0,
+            True,
+        ),
+    ]
+    rows = ["| figure | measured | target | met |", "|---|---:|---:|---|"]
+    for label, value, text, limit, upper in checks:
+        met = value <= limit if upper else value >= limit
+        rows.append(f"| {label} | {value:.2f} | {text} | {'yes' if met else 'no'} |")
     return "\n".join(rows)
 
 
@@ -389,16 +768,34 @@ def machine():
         commit = "unknown"
     import torch
 
+    try:
+        jax_version = f"jax {version('jax')}, jaxlib {version('jaxlib')} (CPU, float64 enabled)"
+    except PackageNotFoundError:
+        jax_version = "jax not installed"
     return "\n".join(
         [
             f"- cores: {os.cpu_count()} (usable by this process: {len(os.sched_getaffinity(0))})",
             f"- CPU: {model}",
             f"- OS: {platform.platform()}",
             f"- Python {platform.python_version()} ({sys.executable})",
-            f"- NumPy {np.__version__}, torch {torch.__version__} (1 thread), autograd {version('autograd')}",
+            f"- NumPy {np.__version__}, torch {torch.__version__} (1 thread), autograd {version('autograd')}, "
+            f"{jax_version}",
+            f"- threads: {threads()}",
             f"- dagrad at git {commit or 'unknown'}",
         ]
     )
+
+
+def threads():
+    """How BLAS and the other libraries were pinned to one thread, and what NumPy's BLAS reports."""
+    pinned = ", ".join(f"{var}={os.environ[var]}" for var in THREAD_VARS)
+    text = f"{pinned} set before NumPy is imported; XLA_FLAGS={os.environ['XLA_FLAGS']}; torch.set_num_threads(1)"
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return text + " (threadpoolctl is not installed, so the BLAS thread count is not read back)"
+    counts = ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info())
+    return text + f" (threadpoolctl reports: {counts or 'no thread pools'})"
 
 
 WORKLOADS = """\
@@ -408,8 +805,9 @@ WORKLOADS = """\
   negligible, so this measures what each library spends per op on dispatch and graph bookkeeping.
   Contenders: dagrad eager (`dg.tensor` + `backward`), PyTorch eager (`torch.tensor(...,
   dtype=float64, requires_grad=True)` + `backward`, one thread), HIPS autograd (`autograd.grad` of
-  the same function in `autograd.numpy`), and hand-written NumPy (forward saves what the backward
-  needs, backward applies the chain rule by hand): the floor. Time per op is total time / 1000.
+  the same function in `autograd.numpy`), hand-written NumPy (forward saves what the backward
+  needs, backward applies the chain rule by hand): the floor, and dagrad compiled
+  (`dg.compile(dg.grad(chain_sum))`, see (d)). Time per op is total time / 1000.
 - **(b) deep chain.** The pattern `exp, log, * 1.0000001, + 1e-7` on a 0-d float64 scalar starting
   from 0.3, repeated until {n_ops:,} sequential ops, forward plus backward, dagrad against PyTorch. This measures scalar
   overhead and, above all, memory per recorded op and that a graph this deep runs at all (no
@@ -424,6 +822,40 @@ WORKLOADS = """\
   inputs, 10 classes, float64, cross-entropy by `log_softmax`, SGD with lr 0.1): eagerly with
   `backward` and an in-place update, and as a static graph trained with `assign` through a
   Session. Both forms are checked to give the same gradient and the same weights first.
+- **(d) compiled code.** `dg.compile` traces a function once per input signature, optimises the
+  graph and generates Python/NumPy source; the first call pays for that, later calls run the
+  generated function. All timings below are of later calls, except the compile times.
+  - *Per-op overhead*: `dg.compile(dg.grad(chain_sum))`, with `chain_sum` the 1,000-op chain of (a)
+    followed by `sum`, is the "dagrad compiled" contender of (a), in the same interleaved rounds,
+    so its µs/op and its ratios to the NumPy floor and to PyTorch come from the same run.
+  - *MLP training step*: digits-shaped synthetic data from a fixed seed: 1797 x 64 float64 inputs
+    (the 17 grey levels of 8 x 8 images, scaled to [0, 1]) and 10 classes as one-hot rows. The
+    digits data set itself ships with a later issue; the timings do not depend on the values. The
+    network is 64-128-128-10 with tanh, the loss the mean softmax cross-entropy
+    `-sum(onehot * log_softmax(logits, axis=1)) / n`, float64, and one step is forward, backward and
+    the SGD update (lr 0.1) in one function `step(params, x, onehot) -> (new_params, loss)`, params
+    a tuple of the six weights and biases. Contenders: hand-written NumPy forward, backward (by
+    the chain rule, using softmax - onehot for the loss) and update, the floor; `dg.compile(step)`
+    with `step` built on `dg.value_and_grad`; the same `step` eagerly; PyTorch eager
+    (`torch.autograd.grad`, update under `no_grad`, one thread); the same `step` on
+    `jax.value_and_grad`, under `jax.jit` and eagerly (inputs already JAX arrays, timed up to
+    `block_until_ready`). Full batch (1797 rows) and batch 64 (the first 64 rows). The same
+    parameters go in on every call, so every call does the same work. Every contender's loss and
+    new parameters are checked against NumPy's (`allclose`, rtol {mlp_rtol:g}, atol {mlp_atol:g})
+    at both batch sizes first.
+  - *Hessian*: `f(x) = sum(tanh(A @ x) ** 2)` with n = 50, `A` a fixed random 50 x 50 matrix
+    (scaled by 1/sqrt(50)): the full Hessian by `dg.compile(dg.hessian(f))`, eager `dg.hessian(f)`,
+    `torch.func.hessian(f)` (eager, one thread) and `jax.jit(jax.hessian(f))`. All are checked
+    against the closed form `2 A^T diag((1 - t^2)(1 - 3 t^2)) A`, `t = tanh(A x)`, first.
+  - *Compile time*: the first call of a fresh `dg.compile` (trace + optimise + codegen, plus one
+    run of the generated code) of the pattern of (a) repeated to {compile_ops:,} elementwise ops on
+    a 16-element vector (a {compile_nodes:,}-node graph with its placeholder), and of the gradient
+    of that chain's sum; median of a few fresh compiles, with a full collection before each.
+    "Later calls" is the median of 5 calls of the compiled function afterwards.
+  - *Peak memory*: the tracemalloc peak during one full-batch training step, after warm-up (and
+    compilation), minus what was allocated when the step began, median of 3 (NumPy reports its
+    array buffers to tracemalloc; Python objects, such as eager mode's graph nodes, count too).
+    The new parameters and the loss the step returns are included in the peak (and shown apart).
 """
 
 
@@ -442,15 +874,33 @@ def main(argv=None):
     command = " ".join(["python", "benchmarks/run.py", *sys.argv[1:]])
 
     print(f"(a) per-op overhead: {warmup} warm-up + {repeats} interleaved rounds ...", file=sys.stderr)
-    table_a = overhead_table(bench_overhead(repeats, warmup))
+    overhead_times = bench_overhead(repeats, warmup)
+    table_a = overhead_table(overhead_times)
     print("(c) static graphs ...", file=sys.stderr)
     table_c = static_table(bench_static(repeats, warmup))
+    print("(d) compiled code: MLP step, Hessian, compile time, memory ...", file=sys.stderr)
+    mlp_times, jax_note = bench_mlp(repeats, warmup)
+    hessian_times = bench_hessian(repeats, warmup)
+    compile_times = bench_compile_time(mode)
+    memory = bench_mlp_memory()
+    table_mlp = mlp_table(mlp_times, jax_note)
+    table_hessian = hessian_table(hessian_times)
+    table_compile = compile_table(compile_times)
+    table_memory = memory_table(memory)
+    table_targets = targets_table(overhead_times, mlp_times, hessian_times, compile_times, memory)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
     tables = (
         f"### (a) per-op overhead, 1,000 ops on 16 float64\n\n{table_a}\n\n### (b) deep chain\n\n{table_b}\n\n"
-        f"### (c) static graphs: a Session against eager mode\n\n{table_c}\n"
+        f"### (c) static graphs: a Session against eager mode\n\n{table_c}\n\n"
+        "### (d) compiled code (`dg.compile`)\n\n"
+        'The per-op overhead of `dg.compile(dg.grad(chain_sum))` is the "dagrad compiled" row of (a).\n\n'
+        f"#### MLP training step, 64-128-128-10 tanh, float64\n\n{table_mlp}\n\n"
+        f"#### Hessian of sum(tanh(A @ x) ** 2), n = {HESSIAN_N}\n\n{table_hessian}\n\n"
+        f"#### Compile time\n\n{table_compile}\n\n"
+        f"#### Peak memory of one training step\n\n{table_memory}\n\n"
+        f"#### Targets of the issue, from this run\n\n{table_targets}\n"
     )
     print(tables)
     report = "\n".join(
@@ -463,8 +913,11 @@ def main(argv=None):
             command,
             "```",
             "",
-            f"({mode} mode: (a) {warmup} warm-up + {repeats} interleaved rounds; (b) {rounds} round(s) "
-            "of subprocesses.) Methodology is in the docstring of `benchmarks/run.py`.",
+            f"({mode} mode: (a), (c) and (d) {warmup} warm-up + {repeats} interleaved rounds; (b) {rounds} "
+            f"round(s) of subprocesses; (d) compile times: median of {' and '.join(map(str, COMPILE_RUNS[mode]))} "
+            "fresh compiles.) Methodology is in the docstring of `benchmarks/run.py`. Every contender runs on "
+            "one thread (how: see Machine): the machine has 2 cores, and one thread each keeps the comparison "
+            "fair between libraries whose thread pools would otherwise differ.",
             "",
             "## Machine",
             "",
@@ -475,7 +928,15 @@ def main(argv=None):
             tables,
             "## Workloads",
             "",
-            WORKLOADS.format(n_ops=n_ops, quarter=n_ops // 4, half=n_ops // 2),
+            WORKLOADS.format(
+                n_ops=n_ops,
+                quarter=n_ops // 4,
+                half=n_ops // 2,
+                mlp_rtol=MLP_RTOL,
+                mlp_atol=MLP_ATOL,
+                compile_ops=COMPILE_OPS,
+                compile_nodes=COMPILE_OPS + 1,
+            ),
         ]
     )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
