@@ -320,9 +320,12 @@ def _double_negation(node, context):
 
 
 def _power(node, context):
-    # x**1 -> x; x**2 -> x*x (NumPy computes a square exactly as x*x: the property tests check it)
+    # x**0 -> 1 (C's pow gives 1 for every x, nan and inf included); x**1 -> x;
+    # x**2 -> x*x (NumPy computes a square exactly as x*x: the property tests check it)
     if _op(node, "power"):
         x, y = node.inputs
+        if _is(y, 0) and isinstance(x, Symbol) and _small(node):
+            return context.constant(node, np.ones(node._shape, node._dtype)), "x**0 -> 1"
         if _is(y, 1) and _same_type(node, x):
             return x, "x**1 -> x"
         if _is(y, 2) and _same_type(node, x):
@@ -383,7 +386,27 @@ def _sum_to_known_shape(node, context):
     return None
 
 
-SIMPLIFICATIONS = [
+def _uniform_constant(node, context):
+    # an elementwise op reading a constant array whose entries are all one value (a broadcast
+    # seed such as 1/n) reads that value as a typed scalar instead, when the other operands alone
+    # give the result its shape: the same numbers in the same dtype, and no array to keep
+    if node.op is None or node.op.shape is not broadcast_shapes or len(node.inputs) < 2:
+        return None
+    for k, a in enumerate(node.inputs):
+        data = a._data if isinstance(a, Symbol) and a.kind == "constant" else a
+        if not isinstance(data, np.ndarray) or data.ndim == 0:
+            continue
+        others = [np.shape(b) if not isinstance(b, Symbol) else b._shape for j, b in enumerate(node.inputs) if j != k]
+        value = _scalar(a)
+        if value is None or broadcast_shapes(*others) != node._shape:
+            continue
+        scalar = np.asarray(value, dtype=data.dtype)[()]
+        inputs = node.inputs[:k] + (scalar,) + node.inputs[k + 1:]
+        return context.build(node, node.op, inputs, node.attrs), "uniform constant array -> scalar"
+    return None
+
+
+SIMPLIFICATIONS = [_uniform_constant, 
     _multiply_by_one, _add_zero, _subtract_zero, _divide_by_one, _double_negation, _power, _identity,
     _reshape_of_reshape, _transpose_of_transpose, _sum_to_known_shape,
 ]
