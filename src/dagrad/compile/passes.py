@@ -400,13 +400,15 @@ def _uniform_constant(node, context):
         value = _scalar(a)
         if value is None or broadcast_shapes(*others) != node._shape:
             continue
+        if not any(isinstance(b, Symbol) for j, b in enumerate(node.inputs) if j != k):  # folding's case
+            continue
         scalar = np.asarray(value, dtype=data.dtype)[()]
         inputs = node.inputs[:k] + (scalar,) + node.inputs[k + 1:]
         return context.build(node, node.op, inputs, node.attrs), "uniform constant array -> scalar"
     return None
 
 
-SIMPLIFICATIONS = [_uniform_constant, 
+SIMPLIFICATIONS = [_uniform_constant,
     _multiply_by_one, _add_zero, _subtract_zero, _divide_by_one, _double_negation, _power, _identity,
     _reshape_of_reshape, _transpose_of_transpose, _sum_to_known_shape,
 ]
