@@ -60,14 +60,16 @@ def module_source(entry, f):
         '"""',
         "",
     ])
-    parts = [header, "import base64",
+    uses_base64 = any("_array(" in line for line in constants)
+    parts = [header, *(["import base64"] if uses_base64 else []),
              *definitions.imports, "", "import numpy as np", "", "__all__ = [" + repr(public) + "]", "", "",
              "# -- the NumPy operations the code calls (copied from dagrad's op library)", "",
              definitions.source(), "", "",
-             "# -- constants", "",
-             "def _array(data, dtype, shape):",
-             "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape).copy()", "", "",
-             *constants, "", "",
+             *(["# -- constants", ""] if constants else []),
+             *(["def _array(data, dtype, shape):",
+                "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape).copy()", "", ""]
+               if uses_base64 else []),
+             *constants, *(["", ""] if constants else []),
              "# -- the computation", "",
              generated.source, "", "",
              wrapper, ""]
