@@ -58,21 +58,30 @@ class Compiled:
         self.__name__ = _identifier(getattr(f, "__name__", "f"))
 
     def __call__(self, *args, **kwargs):
-        leaves, treedef = tree_flatten((args, kwargs))
-        for leaf in leaves:
-            if isinstance(leaf, Tensor) and (leaf._level or leaf._symbolic or
-                                             (leaf._requires_grad and _grad_mode.enabled)):
-                # a value another transform or graph is tracing, or one whose gradient is wanted:
-                # run f itself, so that the operations are recorded (compiling does not record)
-                return self.f(*args, **kwargs)
-        entry = self._entry(leaves, treedef)
-        arrays = [leaf.numpy() if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
+        leaves = []
+        key = _key((args, kwargs), leaves)
+        entry = self._cache.get(key)
+        if entry is None or entry.wrap:
+            for leaf in leaves:
+                if isinstance(leaf, Tensor) and (leaf._level or leaf._symbolic or
+                                                 (leaf._requires_grad and _grad_mode.enabled)):
+                    # a value another transform or graph is tracing, or one whose gradient is wanted:
+                    # run f itself, so that the operations are recorded (compiling does not record)
+                    return self.f(*args, **kwargs)
+        if entry is None:
+            entry = self._entry(key, leaves, args, kwargs)
+        if entry.wrap:
+            arrays = [leaf.numpy() if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
+        else:
+            arrays = [leaves[k] for k in entry.arrays]
         try:
             results = entry.generated.function(*arrays)
         except Exception as err:
             raise explain(err, entry.generated, "compiled code") from err
         if entry.wrap:
             results = [_leaf(np.asarray(r), False) for r in results]
+        if entry.out_def is None:
+            return results[0]
         return tree_unflatten(entry.out_def, results)
 
     # -- looking at what a signature compiles to
@@ -97,17 +106,19 @@ class Compiled:
         return export_module(path, entry, self.f)
 
     def _entry_for(self, args, kwargs):
-        leaves, treedef = tree_flatten((args, kwargs))
-        return self._entry(leaves, treedef)
+        leaves = []
+        key = _key((args, kwargs), leaves)
+        return self._cache.get(key) or self._entry(key, leaves, args, kwargs)
 
-    def _entry(self, leaves, treedef):
-        key = (_freeze(treedef), tuple(_leaf_key(leaf) for leaf in leaves))
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._trace(leaves, treedef)
-            if len(self._cache) >= CACHE_SIZE:
-                del self._cache[next(iter(self._cache))]
-            self._cache[key] = entry
+    def _entry(self, key, leaves, args, kwargs):
+        for leaf in leaves:
+            if isinstance(leaf, Tensor) and (leaf._level or leaf._symbolic):
+                raise TypeError("dg.compile: cannot trace values that a transform or a static graph is tracing")
+        _, treedef = tree_flatten((args, kwargs))
+        entry = self._trace(leaves, treedef)
+        if len(self._cache) >= CACHE_SIZE:
+            del self._cache[next(iter(self._cache))]
+        self._cache[key] = entry
         return entry
 
     def _trace(self, leaves, treedef):
@@ -158,29 +169,32 @@ def _is_array(leaf):
     return isinstance(leaf, (np.ndarray, np.generic, Tensor))
 
 
-def _leaf_key(leaf):
-    if isinstance(leaf, Tensor):
-        value = leaf._value
-        return ("tensor", value.shape, value.dtype.str)
-    if isinstance(leaf, (np.ndarray, np.generic)):
-        return ("array", leaf.shape, leaf.dtype.str)
+def _key(tree, leaves):
+    """The signature of a call (hashable), appending its leaves to `leaves` in the order of
+    `tree_flatten`: containers by type and keys, arrays by shape and dtype, other leaves by value."""
+    kind = type(tree)
+    if kind is np.ndarray:
+        leaves.append(tree)
+        return (tree.shape, tree.dtype)
+    if kind is tuple or kind is list or isinstance(tree, tuple):
+        return (kind, tuple([_key(item, leaves) for item in tree]))
+    if isinstance(tree, dict):
+        return (dict, tuple([(k, _key(v, leaves)) for k, v in tree.items()]))
+    leaves.append(tree)
+    if isinstance(tree, Tensor):
+        value = tree._value
+        return ("tensor", np.shape(value), getattr(value, "dtype", None))
+    if isinstance(tree, np.generic):
+        return ("scalar", tree.dtype)
     try:
-        hash(leaf)
+        hash(tree)
     except TypeError:
         raise TypeError(
-            f"dg.compile: an argument of type {type(leaf).__name__} is neither an array nor a hashable "
+            f"dg.compile: an argument of type {kind.__name__} is neither an array nor a hashable "
             f"constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them) at {user_line()}"
         ) from None
-    return ("static", type(leaf).__name__, repr(leaf) if isinstance(leaf, float) else leaf)
-
-
-def _freeze(treedef):
-    if treedef is None:
-        return None
-    kind, defs = treedef
-    if kind is dict:
-        return (kind, tuple((key, _freeze(sub)) for key, sub in defs))
-    return (kind, tuple(_freeze(sub) for sub in defs))
+    # floats by repr: -0.0 and 0.0 are different constants, and nan equals itself
+    return ("static", kind, repr(tree) if kind is float else tree)
 
 
 def _leaf_names(f, treedef, count):
