@@ -761,9 +761,11 @@ def machine():
     except (OSError, StopIteration):
         pass
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
-        ).stdout.strip()
+        git = lambda *args: subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout
+        commit = git("describe", "--always").strip()
+        # only what is measured counts (a previous run's docs/benchmarks.md does not)
+        if commit and git("status", "--porcelain", "--", "src", "benchmarks").strip():
+            commit += " plus uncommitted changes in src/ or benchmarks/"
     except OSError:
         commit = "unknown"
     import torch
