@@ -207,8 +207,10 @@ class _Constants:
 
 def _in_place_ufunc(node):
     forward = node.op.forward
+    # elementwise ufuncs only: a generalized ufunc (matmul) writing over an input would make
+    # NumPy copy that input first
     return (
-        isinstance(forward, np.ufunc) and forward.nout == 1 and not node.attrs
+        isinstance(forward, np.ufunc) and forward.signature is None and forward.nout == 1 and not node.attrs
         and forward.nin == len(node.inputs) and len(node._shape) > 0
     )
 
