@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core.op import REGISTRY, Op
 from .._core.shapes import broadcast_shapes
-from ..static.graph import Symbol, _symbol, build
+from ..static.graph import Symbol, _symbol
 
 MAX_ROUNDS = 20
 # An n-ary node needs all its operands at once, where the chain it replaces needed two: a long
@@ -112,9 +112,11 @@ class _Context:
         self.outputs = dict.fromkeys(program.symbol_outputs())
 
     def build(self, replacing, op, args, attrs=None):
-        """A new node for `op(args)`, placed where `replacing` was and carrying its source line."""
-        with self.program.graph:
-            node = build(op, tuple(args), attrs)
+        """A new node for `op(args)`, placed where `replacing` was and carrying its source line.
+        Every rewrite keeps the dtype, so it is not inferred again."""
+        shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in args]
+        shape = op.shape(*shapes, **(attrs or {}))
+        node = _symbol(self.program.graph, "op", shape, replacing._dtype, op, tuple(args), attrs)
         node._seq = replacing._seq
         node.where = replacing.where
         return node

@@ -365,9 +365,24 @@ def build(op, args, attrs):
     return _symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs, requires_grad)
 
 
+_ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result dtype
+
+
 def _infer_dtype(op, inputs, attrs):
     """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
     elementwise = op.shape is broadcast_shapes
+    if elementwise and not attrs:
+        # an elementwise result's dtype depends only on the inputs' dtypes (a Python number's type
+        # counts, not its value: NumPy 2 treats them as weakly typed), so it is looked up once
+        key = (op, *(a._dtype if isinstance(a, Symbol) else getattr(a, "dtype", type(a)) for a in inputs))
+        dtype = _ELEMENTWISE_DTYPES.get(key)
+        if dtype is None:
+            dtype = _ELEMENTWISE_DTYPES[key] = _run_stand_ins(op, inputs, attrs, elementwise)
+        return dtype
+    return _run_stand_ins(op, inputs, attrs, elementwise)
+
+
+def _run_stand_ins(op, inputs, attrs, elementwise):
     dummies = []
     for a in inputs:
         if isinstance(a, Symbol):
