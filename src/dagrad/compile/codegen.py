@@ -23,7 +23,7 @@ import numpy as np
 from ..static.graph import Symbol
 
 # ops whose result is always a new array (when it has at least one dimension); ufuncs are too
-FRESH_OPS = frozenset(("sum", "prod", "cumsum", "where", "full_like", "concatenate", "add_n", "multiply_n"))
+FRESH_OPS = frozenset(("sum", "prod", "cumsum", "where", "full_like", "concatenate", "stack", "add_n", "multiply_n"))
 COMMENT_COLUMN = 56
 
 _counter = itertools.count(1)

@@ -388,6 +388,46 @@ def _sum_to_known_shape(node, context):
     return None
 
 
+def _nary_unit(node, context):
+    # add_n/multiply_n(..., u, ...) -> without u, where u is -0.0 (for add) or 1 (for multiply):
+    # a running result r that already has the node's dtype gives r+(-0.0) == r and r*1 == r exactly.
+    # The running result is the node's own array from the second operand on (see _nary_forward);
+    # for the first pair, the other operand must have the node's shape and dtype.
+    name = _NARY_OPS.get(node.op)
+    if name is None:
+        return None
+    xs = node.inputs
+    for k, u in enumerate(xs):
+        if isinstance(u, Symbol) or np.ndim(u) or not (_is(u, 1) if name == "multiply" else
+                                                         _is(u, 0, negative_zero=True)):
+            continue
+        if np.result_type(node._dtype, u) != node._dtype:
+            continue  # u would promote the running result (a float64 scalar with float32 arrays)
+        if k < 2 and not _same_type(node, xs[1 - k]):
+            continue
+        rest = xs[:k] + xs[k + 1:]
+        if len(rest) == 1:
+            return rest[0], f"{name}_n without its unit operand"
+        op = NARY[name] if len(rest) > 2 else REGISTRY[name]
+        return context.build(node, op, rest), f"{name}_n without its unit operand"
+    return None
+
+
+def _stack_of_expanded(node, context):
+    # concatenate([expand_dims(x1, a), ..., expand_dims(xn, a)], axis=a) -> stack([x1, ..., xn], axis=a):
+    # the same array, one node instead of n+1 (jacobians and hessians assemble rows this way)
+    if not _op(node, "concatenate") or len(node.inputs) < 2:
+        return None
+    axis = node.attrs["axis"]
+    parts = []
+    for a in node.inputs:
+        if not (isinstance(a, Symbol) and _op(a, "expand_dims") and tuple(a.attrs["axis"]) == (axis,)
+                and context.uses.get(a) == 1 and a not in context.outputs):
+            return None
+        parts.append(a.inputs[0])
+    return context.build(node, STACK, parts, {"axis": axis}), "concatenate of expand_dims -> stack"
+
+
 def _uniform_constant(node, context):
     # an elementwise op reading a constant array whose entries are all one value (a broadcast
     # seed such as 1/n) reads that value as a typed scalar instead, when the other operands alone
@@ -410,9 +450,9 @@ def _uniform_constant(node, context):
     return None
 
 
-SIMPLIFICATIONS = [_uniform_constant,
-    _multiply_by_one, _add_zero, _subtract_zero, _divide_by_one, _double_negation, _power, _identity,
-    _reshape_of_reshape, _transpose_of_transpose, _sum_to_known_shape,
+SIMPLIFICATIONS = [
+    _uniform_constant, _multiply_by_one, _add_zero, _subtract_zero, _divide_by_one, _double_negation, _power,
+    _identity, _reshape_of_reshape, _transpose_of_transpose, _sum_to_known_shape, _nary_unit, _stack_of_expanded,
 ]
 
 
@@ -445,6 +485,13 @@ NARY = {
     for name in ("add", "multiply")
 }
 _NARY_OPS = {op: name for name, op in NARY.items()}
+
+
+def _stack_shape(*shapes, axis):
+    return shapes[0][:axis] + (len(shapes),) + shapes[0][axis:]
+
+
+STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), None, None, _stack_shape, False)
 
 
 def _chain_operands(x, name, node, context):

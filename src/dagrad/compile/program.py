@@ -36,9 +36,9 @@ class Program:
         return [o for o in self.outputs if isinstance(o, Symbol)]
 
     def schedule(self):
-        """Keeps only the inputs and the nodes the outputs need, in a topological order that follows
-        creation order (ready nodes leave a heap by sequence number). Returns how many were dropped."""
-        before = len(self.graph.nodes)
+        """Keeps only the inputs and the nodes the outputs need, in creation order (a node that a
+        rewrite made takes the sequence number of the node it replaced). Returns how many were dropped."""
+        nodes = self.graph.nodes
         needed = dict.fromkeys(self.inputs)
         stack = self.symbol_outputs()
         while stack:
@@ -48,29 +48,12 @@ class Program:
             needed[node] = True
             if node.inputs:
                 stack.extend(a for a in node.inputs if isinstance(a, Symbol) and a not in needed)
-        waiting = {}
-        consumers = {}
-        heap = []
-        tiebreak = 0
-        for node in needed:
-            parents = dict.fromkeys(a for a in (node.inputs or ()) if isinstance(a, Symbol))
-            waiting[node] = len(parents)
-            for parent in parents:
-                consumers.setdefault(parent, []).append(node)
-            if not parents:
-                heappush(heap, (node._seq, tiebreak, node))
-                tiebreak += 1
-        order = []
-        while heap:
-            node = heappop(heap)[2]
-            order.append(node)
-            for consumer in consumers.get(node, ()):
-                waiting[consumer] -= 1
-                if waiting[consumer] == 0:
-                    heappush(heap, (consumer._seq, tiebreak, consumer))
-                    tiebreak += 1
+        # a stable sort: among nodes of one sequence number, the one made first comes first
+        order = sorted((n for n in nodes if n in needed), key=_seq)
+        if len(order) != len(needed) or not _topological(order):
+            order = _kahn(needed)
         self.graph.nodes = order
-        return before - len(order)
+        return len(nodes) - len(order)
 
     def use_counts(self):
         """How many times each node is read: by other nodes' inputs and by the outputs."""
@@ -85,6 +68,47 @@ class Program:
 
     def listing(self):
         return self.graph.listing()
+
+
+def _seq(node):
+    return node._seq
+
+
+def _topological(order):
+    seen = set()
+    for node in order:
+        for a in node.inputs or ():
+            if isinstance(a, Symbol) and a not in seen:
+                return False
+        seen.add(node)
+    return True
+
+
+def _kahn(needed):
+    """A topological order of `needed` that follows sequence numbers where it can (ready nodes
+    leave a heap by sequence number)."""
+    waiting = {}
+    consumers = {}
+    heap = []
+    tiebreak = 0
+    for node in needed:
+        parents = dict.fromkeys(a for a in (node.inputs or ()) if isinstance(a, Symbol))
+        waiting[node] = len(parents)
+        for parent in parents:
+            consumers.setdefault(parent, []).append(node)
+        if not parents:
+            heappush(heap, (node._seq, tiebreak, node))
+            tiebreak += 1
+    order = []
+    while heap:
+        node = heappop(heap)[2]
+        order.append(node)
+        for consumer in consumers.get(node, ()):
+            waiting[consumer] -= 1
+            if waiting[consumer] == 0:
+                heappush(heap, (consumer._seq, tiebreak, consumer))
+                tiebreak += 1
+    return order
 
 
 def from_graph(fetches, updates, feed_shapes):

@@ -46,6 +46,8 @@ def _matmul_vjp_a(g, out, a, b):
     if _ndim(b) == 1:
         return g * b if _ndim(a) == 1 else expand_dims(g, -1) * b
     if _ndim(a) == 1:
+        if _ndim(b) == 2:
+            return matmul(b, g)  # vector @ matrix: the gradient is matrix @ vector
         return squeeze(matmul(b, expand_dims(g, -1)), -1)  # batch axes are summed by the engine
     return matmul(g, swapaxes(b, -1, -2))
 
@@ -54,6 +56,8 @@ def _matmul_vjp_b(g, out, a, b):
     if _ndim(a) == 1:
         return g * a if _ndim(b) == 1 else expand_dims(a, -1) * expand_dims(g, -2)
     if _ndim(b) == 1:
+        if _ndim(a) == 2:
+            return matmul(g, a)  # matrix @ vector: the gradient is vector @ matrix
         return squeeze(matmul(expand_dims(g, -2), a), -2)
     return matmul(swapaxes(a, -1, -2), g)
 
