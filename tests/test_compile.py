@@ -11,7 +11,7 @@
    errors, generated source, the in-place memory plan;
 6. peak memory of a compiled training step against eager.
 
-Rows marked xfail(strict=True) are bugs in src (see their reasons).
+The regression tests at the end are bugs these tests found (each fixed, its reason kept as a comment).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, reject, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -171,12 +171,10 @@ UNARY = ["negative", "positive", "abs", "exp", "log", "sqrt", "sin", "tanh", "si
          "square", "sign", "floor", "expm1", "log1p", "arctan", "softplus"]
 BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "fmax", "fmin", "hypot",
           "arctan2"]
-# Between two values of the program (either may be a folded uniform constant array), leave out the ops that
-# NumPy computes differently for a scalar operand than for an array of that value, which is what the
-# rewrite `uniform constant array -> scalar` does (strict xfails below): power (exact fast paths for 2, 0.5,
-# -1 only with a scalar exponent) and fmax/fmin (which zero a tie of -0.0 and 0.0 gives depends on the loop).
-# With a Python scalar (the "const" steps) eager and compiled take the same path, so all of BINARY is used.
-BETWEEN_VALUES = [name for name in BINARY if name not in ("power", "fmax", "fmin")]
+# Between two values of the program (either may be a folded uniform constant array): every binary op. NumPy
+# computes power and fmax/fmin differently for a scalar operand than for an array of that value, so these
+# catch a rewrite that turns such an array into a scalar (a bug these tests found, now fixed).
+BETWEEN_VALUES = BINARY
 # Python scalars that make the algebraic rewrites fire (1, -0.0, 0, 2), and the ones that must not
 CONSTANTS = [0.0, -0.0, 0.0, -0.0, 1, 1.0, 2, 2.0, -1, 0.5, np.inf, -np.inf, np.nan, 0, 3]
 RESHAPES = ["neg_neg", "astype", "reshape_same", "reshape_round", "reshape_op", "transpose_round", "transpose_op",
@@ -333,14 +331,7 @@ def test_optimised_unoptimised_and_eager_agree_bit_for_bit(data, program):
         copies = [x.copy() for x in xs]
         with np.errstate(all="ignore"):
             expected = random_program(*xs)
-            try:
-                got = fast(*xs)
-            except (AttributeError, ValueError) as err:
-                # two known bugs (strict xfails below) are left out, so that this test can find others: see
-                # test_a_non_finite_numpy_scalar_constant_keeps_its_type, test_an_nary_chain_with_a_uniform_constant
-                if re.search(r"'float' object has no attribute 'copy'|non-broadcastable output operand", str(err)):
-                    reject()
-                raise
+            got = fast(*xs)
             unoptimised = plain(*xs)
             again = fast(*xs)
         identical_trees(unoptimised, expected)
@@ -459,14 +450,16 @@ def test_each_rewrite(label, f, args, entry, removed, counts):
 
 def test_flattening_makes_one_node_of_all_the_operands():
     a, b, c, d = X, X[0], ROW, X * 3
-    for name, f in [("add_n", lambda a, b, c, d: a + b + c + d), ("add_n", lambda a, b, c, d: a + (b + (c + d))),
-                    ("multiply_n", lambda a, b, c, d: a * b * c * d)]:
+    for name, f in [("add_n", lambda a, b, c, d: a + b + c + d), ("multiply_n", lambda a, b, c, d: a * b * c * d)]:
         graph = dg.compile(f).graph(a, b, c, d)
         (node,) = [n for n in graph.nodes if n.op is not None]
         assert node.op.name == name
         assert len(node.inputs) == 4 and set(node.inputs) == {n for n in graph.nodes if n.op is None}
         with np.errstate(all="ignore"):
             identical(dg.compile(f)(a, b, c, d), f(a, b, c, d))
+    # a right-nested chain is not reordered: a+(b+c) is (b+c)+a in value, but not in the NaN it may return
+    graph = dg.compile(lambda a, b, c, d: a + (b + (c + d))).graph(a, b, c, d)
+    assert [n.op.name for n in graph.nodes if n.op is not None] == ["add", "add", "add"]
     # an intermediate that is read elsewhere is not absorbed into the chain
     graph = dg.compile(lambda a, b, c: (a + b + c, a + b)).graph(X, X, X)
     assert ops_in(graph) == {"add": 2}
@@ -583,11 +576,11 @@ def test_power_two_is_x_times_x_for_any_float(x):
         identical(dg.compile(lambda v: v ** 2)(a), a ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an exponent array of one value becomes a scalar (uniform constant array -> scalar, and x**2 -> x*x for an "
-    "array of 2s), but np.power takes exact fast paths (square, sqrt, reciprocal) only for a scalar exponent: "
-    "with an array it calls pow(), which is not correctly rounded here (AVX512), so compiled x ** c for a "
-    "constant array c of 2.0, 0.5 or -1.0 differs from eager in the last bit for ~5% of x"))
+# Regression (a bug these tests found, now fixed): an exponent array of one value becomes a scalar (uniform
+# constant array -> scalar, and x**2 -> x*x for an array of 2s), but np.power takes exact fast paths (square,
+# sqrt, reciprocal) only for a scalar exponent: with an array it calls pow(), which is not correctly rounded
+# here (AVX512), so compiled x ** c for a constant array c of 2.0, 0.5 or -1.0 differs from eager in the last
+# bit for ~5% of x
 @pytest.mark.parametrize("c", [2.0, 0.5, -1.0])
 def test_x_to_a_constant_array_matches_eager(c):
     x = np.abs(np.random.default_rng(8).standard_normal(4096)) * 10
@@ -1035,13 +1028,13 @@ def test_a_compiled_training_step_peaks_no_higher_than_eager():
     assert 0 < compiled <= eager, (compiled, eager)
 
 
-# ---------------------------------------------------------------- bugs found (strict xfails)
+# ---------------------------------------------------------------- regressions: bugs these tests found
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "passes._scalar reads a constant array as one value when its entries compare equal, and -0.0 == 0.0: "
-    "x + [-0.0, 0.0] is rewritten to x (x+0 -> x), x - [0.0, -0.0] to x (x-0 -> x), and x * [0.0, -0.0] to "
-    "x * 0.0 (uniform constant array -> scalar), each losing the sign of some zero results"))
+# Regression (a bug these tests found, now fixed): passes._scalar reads a constant array as one value when its
+# entries compare equal, and -0.0 == 0.0: x + [-0.0, 0.0] is rewritten to x (x+0 -> x), x - [0.0, -0.0] to x
+# (x-0 -> x), and x * [0.0, -0.0] to x * 0.0 (uniform constant array -> scalar), each losing the sign of some
+# zero results
 def test_a_constant_array_with_zeros_of_both_signs_is_not_one_value():
     for f, x in [(lambda x: x + np.array([-0.0, 0.0]), np.array([-0.0, -0.0])),
                  (lambda x: x - np.array([0.0, -0.0]), np.array([-0.0, -0.0])),
@@ -1049,10 +1042,10 @@ def test_a_constant_array_with_zeros_of_both_signs_is_not_one_value():
         identical(dg.compile(f)(x), f(x))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "codegen returns a non-node output (an array f returns without computing it from its inputs, e.g. "
-    "np.zeros(2)) as the one array kept in the generated namespace: every call hands back the same object, "
-    "so mutating one call's result changes what later calls return (node outputs are fresh or copied)"))
+# Regression (a bug these tests found, now fixed): codegen returns a non-node output (an array f returns without
+# computing it from its inputs, e.g. np.zeros(2)) as the one array kept in the generated namespace: every call
+# hands back the same object, so mutating one call's result changes what later calls return (node outputs are
+# fresh or copied)
 def test_a_constant_output_is_fresh_on_every_call():
     fast = dg.compile(lambda x: (x + 1.0, np.zeros(2)))
     x = np.ones(2)
@@ -1061,11 +1054,11 @@ def test_a_constant_output_is_fresh_on_every_call():
     identical(fast(x)[1], np.zeros(2))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "codegen._Constants.literal tests isinstance(value, float) before np.generic, and np.float64 is a float: "
-    "a non-finite float64 scalar constant is written as float('inf') / float('nan'), a Python float. "
-    "NEP 50 treats that as weak, so float32 x * np.float64(nan) is float32 compiled, float64 eager; and a "
-    "0-d inf/nan constant output becomes `float('inf').copy()`, an AttributeError at run time"))
+# Regression (a bug these tests found, now fixed): codegen._Constants.literal tests isinstance(value, float)
+# before np.generic, and np.float64 is a float: a non-finite float64 scalar constant is written as float('inf')
+# / float('nan'), a Python float. NEP 50 treats that as weak, so float32 x * np.float64(nan) is float32
+# compiled, float64 eager; and a 0-d inf/nan constant output becomes `float('inf').copy()`, an AttributeError at
+# run time
 def test_a_non_finite_numpy_scalar_constant_keeps_its_type():
     x, s = np.ones(3, np.float32), np.float64(1.0)
     f = lambda x: x * np.float64(np.nan)
@@ -1076,11 +1069,11 @@ def test_a_non_finite_numpy_scalar_constant_keeps_its_type():
     identical(dg.compile(h)(s), h(s))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "uniform constant array -> scalar also rewrites the n-ary add_n/multiply_n, whose forward assumes that its "
-    "first two operands already broadcast to the result's shape (it then works in place): (a + C) + b with "
-    "a of shape (3,), C a uniform (2, 3) constant and b of shape (2, 3) becomes add_n(a, 2.0, b), and "
-    "np.add(a + 2.0, b, out=a + 2.0) raises 'non-broadcastable output operand' at run time"))
+# Regression (a bug these tests found, now fixed): uniform constant array -> scalar also rewrites the n-ary
+# add_n/multiply_n, whose forward assumes that its first two operands already broadcast to the result's shape
+# (it then works in place): (a + C) + b with a of shape (3,), C a uniform (2, 3) constant and b of shape (2, 3)
+# becomes add_n(a, 2.0, b), and np.add(a + 2.0, b, out=a + 2.0) raises 'non-broadcastable output operand' at run
+# time
 def test_an_nary_chain_with_a_uniform_constant():
     a, b = np.array([1.0, 2.0, 3.0]), np.arange(6.0).reshape(2, 3)
     for f in [lambda a, b: (a + np.full((2, 3), 2.0)) + b, lambda a, b: a * np.full((2, 3), 2.0) * b,
@@ -1088,10 +1081,10 @@ def test_an_nary_chain_with_a_uniform_constant():
         identical(dg.compile(f)(a, b), f(a, b))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "uniform constant array -> scalar is not exact for fmax/fmin: NumPy's loops pick different zeros for a tie "
-    "of -0.0 and 0.0 with a scalar operand than with an array (fmax(-0.0s, zeros array) is -0.0 in most "
-    "places, fmax(-0.0s, 0.0) is +0.0 in most), so compiled fmax(x, zeros) differs from eager in signs of zero"))
+# Regression (a bug these tests found, now fixed): uniform constant array -> scalar is not exact for fmax/fmin:
+# NumPy's loops pick different zeros for a tie of -0.0 and 0.0 with a scalar operand than with an array
+# (fmax(-0.0s, zeros array) is -0.0 in most places, fmax(-0.0s, 0.0) is +0.0 in most), so compiled fmax(x,
+# zeros) differs from eager in signs of zero
 @pytest.mark.parametrize("name", ["fmax", "fmin"])
 def test_fmax_with_a_uniform_constant_array_matches_eager(name):
     x = np.full(6, -0.0)
@@ -1102,10 +1095,9 @@ def test_fmax_with_a_uniform_constant_array_matches_eager(name):
     identical(dg.compile(f)(x), f(x))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flatten reads c*(a*b) as (a*b)*c (passes._flatten): exact for numbers, but when both operands are NaN "
-    "x86 returns the first operand's NaN, so the sign bit of a NaN result can flip. IEEE 754 leaves it "
-    "unspecified; this only contradicts the 'bit for bit' wording of passes.py"))
+# Regression (a bug these tests found, now fixed): flatten reads c*(a*b) as (a*b)*c (passes._flatten): exact for
+# numbers, but when both operands are NaN x86 returns the first operand's NaN, so the sign bit of a NaN result
+# can flip. IEEE 754 leaves it unspecified; this only contradicts the 'bit for bit' wording of passes.py
 def test_flattening_keeps_the_sign_of_nan():
     nan = np.full(2, np.nan)
     if np.signbit(nan * -nan).any() == np.signbit(-nan * nan).any():

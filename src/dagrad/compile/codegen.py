@@ -110,7 +110,11 @@ def _write(program, name, grouped, reserved):
     results = []
     for o in program.outputs:
         if not isinstance(o, Symbol):
-            results.append(constants.literal(o))
+            literal = constants.literal(o)
+            # an array is kept in the namespace: each call gets a copy, as it would get a new array from f
+            if isinstance(o, np.ndarray):
+                literal = f"{literal}.copy()" if o.ndim else f"np.array({literal})"
+            results.append(literal)
         elif plan.shares_caller_memory(o):
             results.append(f"{names[o]}.copy()")  # never hand back the caller's array or a constant
         else:
@@ -174,15 +178,15 @@ class _Constants:
         self.arrays = {}  # name -> value, in order of first use
 
     def literal(self, value):
-        if value is None or value is Ellipsis or isinstance(value, (bool, int, str)):
-            return repr(value)
-        if isinstance(value, float):
-            return repr(value) if math.isfinite(value) else f"float('{value}')"
-        if isinstance(value, np.generic):
+        if isinstance(value, np.generic):  # first: np.float64 is also a float
             if isinstance(value, np.floating) and not np.isfinite(value):
                 return f"np.{type(value).__name__}(float('{float(value)}'))"
             if isinstance(value, (np.bool_, np.number)):
                 return repr(value)
+        if value is None or value is Ellipsis or isinstance(value, (bool, int, str)):
+            return repr(value)
+        if isinstance(value, float):
+            return repr(value) if math.isfinite(value) else f"float('{value}')"
         if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf":
             return self.literal(value[()])
         if isinstance(value, tuple):

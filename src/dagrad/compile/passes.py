@@ -227,9 +227,11 @@ def _scalar(value):
     if isinstance(value, (Symbol, np.ndarray)):
         data = value._data if isinstance(value, Symbol) and value.kind == "constant" else value
         if isinstance(data, np.ndarray):
-            if data.size and data.size <= 1 << 20 and np.all(data == data.flat[0]):
-                return data.flat[0]
-            return None
+            if not data.size or data.size > 1 << 20 or not np.all(data == data.flat[0]):
+                return None
+            if data.dtype.kind in "fc" and not np.all(np.signbit(data) == np.signbit(data.flat[0])):
+                return None  # -0.0 == 0.0, but x + [-0.0, 0.0] is not x + (-0.0)
+            return data.flat[0]
         if value.op is not None and value.op.name == "full_like":
             dtype = value.attrs["dtype"] or value.inputs[0]._dtype
             return np.asarray(value.attrs["fill_value"], dtype=dtype)[()]
@@ -252,6 +254,10 @@ def _is(value, number, negative_zero=None):
     if negative_zero is not None and number == 0:  # an integer 0 acts as +0.0 in float arithmetic
         return (np.asarray(s).dtype.kind == "f" and bool(np.signbit(s))) == negative_zero
     return True
+
+
+def _shape(value):
+    return value._shape if isinstance(value, Symbol) else np.shape(value)
 
 
 def _same_type(node, x):
@@ -330,7 +336,8 @@ def _power(node, context):
             return context.constant(node, np.ones(node._shape, node._dtype)), "x**0 -> 1"
         if _is(y, 1) and _same_type(node, x):
             return x, "x**1 -> x"
-        if _is(y, 2) and _same_type(node, x):
+        if _is(y, 2) and _same_type(node, x) and _shape(y) == ():
+            # only a scalar exponent: with an array of 2s NumPy calls pow(), which may round differently
             return context.build(node, REGISTRY["multiply"], (x, x)), "x**2 -> x*x"
     return None
 
@@ -428,11 +435,17 @@ def _stack_of_expanded(node, context):
     return context.build(node, STACK, parts, {"axis": axis}), "concatenate of expand_dims -> stack"
 
 
+_EXACT_WITH_SCALARS = ("add", "subtract", "multiply", "divide")
+
+
 def _uniform_constant(node, context):
-    # an elementwise op reading a constant array whose entries are all one value (a broadcast
-    # seed such as 1/n) reads that value as a typed scalar instead, when the other operands alone
-    # give the result its shape: the same numbers in the same dtype, and no array to keep
-    if node.op is None or node.op.shape is not broadcast_shapes or len(node.inputs) < 2:
+    # an arithmetic op reading a constant array whose entries are all one value (a broadcast seed
+    # such as 1/n) reads that value as a typed scalar instead, when the other operand alone gives the
+    # result its shape: the same numbers in the same dtype, and no array to keep. Only + - * /, which
+    # IEEE rounds the same in every loop: NumPy takes other paths for some scalar operands (power's
+    # fast squares, fmax's choice between -0.0 and 0.0), and n-ary nodes need their first pair
+    # to have the result's shape
+    if not _op(node, *_EXACT_WITH_SCALARS):
         return None
     for k, a in enumerate(node.inputs):
         data = a._data if isinstance(a, Symbol) and a.kind == "constant" else a
@@ -506,15 +519,13 @@ def _chain_operands(x, name, node, context):
 
 def _flatten(node, context):
     # (a+b)+c -> add_n(a, b, c), evaluated left to right: the same roundings in the same order.
-    # c+(a+b) is first read as (a+b)+c: a sum or product of two floats does not depend on order.
+    # c+(a+b) is left alone: its value does not depend on the order, but when both operands are NaN
+    # the NaN that comes out (its sign bit) does
     name = _NARY_OPS.get(node.op) or (node.op.name if _op(node, "add", "multiply") else None)
     if name is None:
         return None
-    first, rest = node.inputs[0], list(node.inputs[1:])
-    operands = _chain_operands(first, name, node, context)
-    if operands is None and len(node.inputs) == 2:
-        operands = _chain_operands(node.inputs[1], name, node, context)
-        rest = [first]
+    rest = list(node.inputs[1:])
+    operands = _chain_operands(node.inputs[0], name, node, context)
     if operands is None or len(operands) + len(rest) > MAX_OPERANDS:
         return None
     return context.build(node, NARY[name], operands + rest), f"flattened a chain of {name} into {name}_n"
