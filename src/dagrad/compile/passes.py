@@ -98,7 +98,6 @@ def _rewrite(program, report, pass_name, rule):
                 context.outputs[new] = True
     if replaced:
         program.outputs = [replaced.get(o, o) if isinstance(o, Symbol) else o for o in program.outputs]
-        program.inputs = [replaced.get(i, i) for i in program.inputs]
         remove_dead_nodes(program, report)  # the replaced nodes, and puts new nodes in order
     return len(replaced)
 
