@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from .errors import _provenance, user_line
+from .errors import _provenance, location, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
@@ -43,9 +43,11 @@ def _unbroadcast(ct, shape):
 
 
 def _freed_error(node):
+    made = location(node)
     return RuntimeError(
-        f"backward through {node.op.name} a second time: the values it saved were freed by the "
-        f"previous backward(); pass retain_graph=True to that backward() to keep them (at {user_line()})"
+        f"backward through {node.op.name}{f' (made at {made})' if made else ''} a second time: the values it "
+        f"saved were freed by the previous backward(); pass retain_graph=True to that backward() to keep them "
+        f"(at {user_line()})"
     )
 
 

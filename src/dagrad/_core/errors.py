@@ -40,6 +40,20 @@ def user_line() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
+def location(node):
+    """'file.py:12' where the user's code made `node` (a recorded Tensor or a static graph's
+    Symbol), or None when that is not known (a leaf, a value recorded by no graph)."""
+    where = getattr(node, "where", None)  # a Symbol keeps its location as text
+    if isinstance(where, str):
+        return where
+    code = getattr(node, "_code", None)
+    if code is None:
+        return None
+    offset = node._line  # the instruction offset; its line is looked up only now, when it is asked for
+    line = next((n for start, end, n in code.co_lines() if start <= offset < end and n is not None), None)
+    return f"{code.co_filename}:{line if line is not None else code.co_firstlineno}"
+
+
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import itertools
 
-from .errors import op_error
+from sys import _getframe
+
+from .errors import _PACKAGE_DIR, op_error
 from .shapes import shape_of
 from .tensor import Dual, Tensor, _grad_mode, _leaf, _new
 
 REGISTRY: dict[str, Op] = {}
+_INSIDE = {}  # file name -> whether it is dagrad's own (provenance skips those frames)
 
 next_seq = itertools.count(1).__next__
 
@@ -104,6 +107,26 @@ def _result(op, out, inputs, attrs, record, level=0):
         t.attrs = attrs
         t._requires_grad = True
         t._seq = next_seq()
+        # provenance: the innermost frame outside dagrad. Files are classified once each (a code
+        # object hashes slowly, its file name does not), and the instruction offset is kept rather
+        # than the line, which costs more to compute and is needed only when someone looks
+        frame = _getframe(2)  # _result's caller is dagrad's own (an op function or apply)
+        code = frame.f_code
+        inside = _INSIDE.get(code.co_filename)
+        while inside is not False:
+            if inside is None:
+                inside = _INSIDE[code.co_filename] = code.co_filename.startswith(_PACKAGE_DIR)
+                continue
+            frame = frame.f_back
+            if frame is None:
+                break
+            code = frame.f_code
+            inside = _INSIDE.get(code.co_filename)
+        if frame is None:
+            t._code = None
+        else:
+            t._code = code
+            t._line = frame.f_lasti
     else:
         t.op = t.inputs = t.attrs = None
         t._requires_grad = False

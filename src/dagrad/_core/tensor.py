@@ -92,7 +92,9 @@ class Tensor:
             [ 8., 12.]])
     """
 
-    __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "grad", "_level", "_seq", "__weakref__")
+    # _code/_line: where in the user's code a recorded node was made (see op._result)
+    __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "grad", "_level", "_seq", "_code", "_line",
+                 "__weakref__")
     __array_priority__ = 1000
     _symbolic = False  # True for the nodes of static graphs, which have no value
 
