@@ -17,7 +17,6 @@ tangent up to the output's shape (jvp), so no rule does that itself.
 from __future__ import annotations
 
 import itertools
-
 from sys import _getframe
 
 from .errors import _PACKAGE_DIR, op_error
