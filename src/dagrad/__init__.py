@@ -16,6 +16,7 @@ from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, gradcheck
 from .compile import compile
+from .function import Function, FunctionCtx
 from .static import (
     Graph, Session, Variable, assign, constant, get_default_graph, gradients, group, placeholder, reset_default_graph,
 )

@@ -84,6 +84,9 @@ def _origin(f):
 
 
 def _constant_line(name, value):
+    if not isinstance(value, (np.ndarray, np.generic)):
+        raise ExportError(f"export: the code uses {value!r} ({type(value).__name__}), which has no standalone form "
+                          f"(a custom dg.Function cannot be exported)")
     value = np.asarray(value)
     if value.dtype.kind not in "biufc":
         raise ExportError(f"export: constant {name} has dtype {value.dtype}, which has no standalone form")

@@ -1,0 +1,268 @@
+"""Custom differentiable operations: subclass `dg.Function`, as in PyTorch.
+
+A Function becomes an op of its own (named after the class) whose forward is the class's
+`forward` on NumPy arrays and whose vjp calls the class's `backward`. In a plain backward
+pass `backward` receives NumPy arrays; when a graph of the gradient is being recorded
+(higher order, nested transforms, static graphs, `dg.compile`) it receives Tensors, so a
+`backward` written with operators and dagrad functions is differentiated again. Forward
+mode needs no rule: `backward` is linear in its cotangent, g -> J^T g, so J t is the
+gradient with respect to g of <J^T g, t>; a `jvp` staticmethod is used instead when given.
+
+Several outputs are packed into one flat array for the engine (which has one value per
+node) and unpacked by indexing, so their gradients reach `backward` together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._core.errors import location, user_line
+from ._core.op import Op, apply
+from ._core.shapes import shape_of
+from ._core.tensor import Tensor
+
+__all__ = ["Function", "FunctionCtx"]
+
+
+class FunctionCtx:
+    """What `forward` leaves for `backward`: `save_for_backward(*arrays)`, `saved_tensors`, and
+    any attribute you set (`ctx.k = 3`)."""
+
+    def __init__(self, function):
+        self._function = function
+        self._saved_raw = ()  # what forward saved
+        self._saved = ()  # how to find each saved value again: ("input", k), ("output", k) or ("value", v)
+        self._current = None  # the saved values as the running backward sees them
+        self._outputs = None  # [(shape, dtype)] of several outputs, else None
+
+    def save_for_backward(self, *arrays):
+        self._saved_raw = arrays
+
+    @property
+    def saved_tensors(self):
+        if self._current is None:
+            raise RuntimeError(f"{self._function.__name__}: saved_tensors is read in backward (or jvp) only")
+        return self._current
+
+    def __repr__(self):
+        return "ctx"
+
+
+class Function:
+    """Base class of custom differentiable operations.
+
+    >>> import dagrad as dg, numpy as np
+    >>> class Cube(dg.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x ** 3
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 3 * x ** 2 * g
+    >>> dg.grad(lambda x: Cube.apply(x).sum())(np.array([1.0, 2.0]))
+    array([ 3., 12.])
+    >>> float(dg.grad(dg.grad(lambda x: Cube.apply(x)))(2.0))  # backward is differentiated again
+    12.0
+    """
+
+    jvp = None  # optional: jvp(ctx, *tangents) -> the tangent of the output(s)
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("a Function subclass defines forward(ctx, *arrays)")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("a Function subclass defines backward(ctx, *grads)")
+
+    @classmethod
+    def apply(cls, *args):
+        """Applies the operation: eagerly, under transforms, or as a node of a static graph."""
+        op = cls.__dict__.get("_dagrad_op")
+        if op is None:
+            op = _make_op(cls)
+            cls._dagrad_op = op
+        ctx = FunctionCtx(cls)
+        out = apply(op, args, {"ctx": ctx})
+        if ctx._outputs is None:
+            return out
+        return _unpack(out, ctx._outputs)
+
+
+def _make_op(cls):
+    name = cls.__name__
+
+    def forward(*values, ctx):
+        try:
+            out = cls.forward(ctx, *values)
+        except Exception as err:
+            raise type(err)(f"{name}.forward failed: {err} (at {user_line()})") from err
+        outs = out if isinstance(out, tuple) else (out,)
+        ctx._saved = tuple(_find(s, values, outs) for s in ctx._saved_raw)
+        if isinstance(out, tuple):
+            outs = [np.asarray(o) for o in out]
+            ctx._outputs = [(o.shape, o.dtype) for o in outs]
+            dtype = np.result_type(*outs)
+            return np.concatenate([o.astype(dtype, copy=False).ravel() for o in outs])
+        if isinstance(out, Tensor):
+            raise TypeError(f"{name}.forward returned a Tensor: forward works on NumPy arrays and returns them")
+        return out
+
+    def shape(*shapes, ctx):
+        # run forward on stand-ins to learn the output's shape; an unknown size is one that changes
+        # when the stand-ins' unknown sizes do
+        results = []
+        for size in (2, 3):
+            stand_ins = [np.ones(tuple(size if n is None else n for n in s)) if s is not None else None
+                         for s in shapes]
+            with np.errstate(all="ignore"):
+                results.append(np.shape(forward(*stand_ins, ctx=ctx)))
+        a, b = results
+        return tuple(None if m != n else m for m, n in zip(a, b))
+
+    def vjp(g, out, *inputs, ctx):
+        grads = g if ctx._outputs is None else _split(g, ctx._outputs)
+        with _saved(ctx, inputs, out):
+            try:
+                result = cls.backward(ctx, *((grads,) if ctx._outputs is None else grads))
+            except Exception as err:
+                raise type(err)(f"{name}.backward failed: {err} (the forward was applied at "
+                                f"{_where(out)})") from err
+        return _checked_grads(name, result, inputs)
+
+    def jvp(tangents, out, *inputs, ctx):
+        with _saved(ctx, inputs, out):
+            if cls.jvp is not None:
+                tangent = cls.jvp(ctx, *tangents)
+                if ctx._outputs is not None and isinstance(tangent, tuple):
+                    tangent = _pack(tangent)
+                return tangent
+        return _jvp_from_backward(vjp, tangents, out, inputs, ctx)
+
+    op = Op(name, forward, vjp, jvp, shape, True)
+    op.function = cls.apply
+    return op
+
+
+def _find(saved, values, outs):
+    for k, v in enumerate(values):
+        if saved is v:
+            return ("input", k)
+    for k, o in enumerate(outs):
+        if saved is o:
+            return ("output", k)
+    return ("value", saved)
+
+
+class _saved:
+    """Gives backward the saved values as it must see them: the op's own inputs and outputs as
+    the sweep passes them (arrays, or Tensors when a graph of the gradient is recorded)."""
+
+    def __init__(self, ctx, inputs, out):
+        self.ctx, self.inputs, self.out = ctx, inputs, out
+
+    def __enter__(self):
+        ctx = self.ctx
+        outs = (self.out,) if ctx._outputs is None else _split(self.out, ctx._outputs)
+        current = []
+        for kind, where in ctx._saved:
+            if kind == "input":
+                current.append(self.inputs[where])
+            elif kind == "output":
+                current.append(outs[where])
+            elif _is_symbolic(self.out):
+                raise TypeError(
+                    f"{ctx._function.__name__}: in a static graph or under dg.compile, save_for_backward may "
+                    f"save only forward's inputs and outputs (the others have no value when the gradient is "
+                    f"built); recompute the rest in backward")
+            else:
+                current.append(where)  # an intermediate value: a constant of the gradient
+        self.previous = ctx._current
+        ctx._current = tuple(current)
+
+    def __exit__(self, *exc):
+        self.ctx._current = self.previous
+
+
+def _is_symbolic(value):
+    while isinstance(value, Tensor):
+        if value._symbolic:
+            return True
+        value = value._value
+    return False
+
+
+def _where(out):
+    place = location(out) if isinstance(out, Tensor) else None
+    return place or user_line()
+
+
+def _checked_grads(name, result, inputs):
+    grads = result if isinstance(result, tuple) else (result,)
+    if isinstance(result, list):
+        grads = tuple(result)
+    if len(grads) != len(inputs):
+        raise ValueError(f"{name}.backward returned {len(grads)} gradient(s) for {len(inputs)} input(s) "
+                         f"(return one per input of forward, None for one without a gradient)")
+    checked = []
+    for k, (grad, x) in enumerate(zip(grads, inputs)):
+        if grad is None or not isinstance(x, (Tensor, np.ndarray, float, int, np.generic)):
+            checked.append(None)
+            continue
+        if isinstance(x, bool) or (isinstance(x, int) and not isinstance(x, bool)):
+            checked.append(None)  # a Python int or flag argument has no gradient
+            continue
+        if tuple(shape_of(grad)) != tuple(shape_of(x)):
+            raise ValueError(f"{name}.backward: the gradient for input {k} has shape {tuple(shape_of(grad))}, "
+                             f"but that input has shape {tuple(shape_of(x))}")
+        checked.append(grad)
+    return tuple(checked)
+
+
+def _jvp_from_backward(vjp, tangents, out, inputs, ctx):
+    """J t as the gradient over g of <J^T g, t> (backward is linear in g, so any g will do)."""
+    from ._core.autodiff import grad
+    from .numpy import sum as dsum
+    from .numpy import zeros_like
+
+    def inner(g):
+        total = 0.0
+        for part, t in zip(vjp(g, out, *inputs, ctx=ctx), tangents):
+            if part is not None and t is not None:
+                total = total + dsum(part * t)
+        return total
+
+    return grad(inner)(zeros_like(out))
+
+
+def _split(packed, outputs):
+    from .ops.shape import getitem, reshape
+
+    parts = []
+    offset = 0
+    for shape, _ in outputs:
+        size = int(np.prod(shape, dtype=np.int64))
+        parts.append(reshape(getitem(packed, slice(offset, offset + size)), shape))
+        offset += size
+    return parts
+
+
+def _unpack(packed, outputs):
+    from .ops.elementwise import astype
+
+    parts = _split(packed, outputs)
+    return tuple(p if np.dtype(dtype) == _dtype(p) else astype(p, dtype) for p, (_, dtype) in zip(parts, outputs))
+
+
+def _pack(parts):
+    from .ops.shape import concatenate, ravel
+
+    return concatenate([ravel(p) for p in parts])
+
+
+def _dtype(x):
+    from ._core.shapes import dtype_of
+
+    return dtype_of(x)

@@ -1,0 +1,204 @@
+"""dg.Function: custom differentiable operations in eager mode, under transforms, in static
+graphs and in dg.compile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dagrad as dg
+
+X = np.array([0.5, -1.5, 2.0])
+
+
+class Cube(dg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * g
+
+
+class ScaledSinCos(dg.Function):
+    """Two outputs and a non-tensor argument."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return np.sin(x) * scale, np.cos(x)
+
+    @staticmethod
+    def backward(ctx, g_sin, g_cos):
+        (x,) = ctx.saved_tensors
+        return g_sin * dg.cos(x) * ctx.scale - g_cos * dg.sin(x), None
+
+
+class CubeWithJvp(Cube):
+    calls = 0
+
+    @staticmethod
+    def jvp(ctx, t):
+        CubeWithJvp.calls += 1
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * t
+
+
+def test_eager_backward_and_grad():
+    t = dg.tensor(X, requires_grad=True)
+    Cube.apply(t).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), 3 * X**2)
+    np.testing.assert_allclose(dg.grad(lambda x: Cube.apply(x).sum())(X), 3 * X**2)
+    np.testing.assert_allclose(Cube.apply(X), X**3)  # plain arrays: just the forward
+
+
+def test_backward_is_differentiated_again_for_higher_orders():
+    np.testing.assert_allclose(dg.grad(dg.grad(lambda x: Cube.apply(x)))(2.0), 12.0)
+    np.testing.assert_allclose(dg.hessian(lambda x: Cube.apply(x).sum())(X), np.diag(6 * X))
+    t = dg.tensor(X, requires_grad=True)
+    y = Cube.apply(t).sum()
+    y.backward(create_graph=True)
+    g = t.grad
+    t.grad = None
+    g.sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), 6 * X)
+    assert dg.gradcheck(lambda x: Cube.apply(x), X, order=2)
+
+
+def test_forward_mode_is_derived_from_backward():
+    out, tangent = dg.jvp(lambda x: Cube.apply(x), (X,), (np.array([1.0, 2.0, 3.0]),))
+    np.testing.assert_allclose(out, X**3)
+    np.testing.assert_allclose(tangent, 3 * X**2 * [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(dg.jacfwd(lambda x: Cube.apply(x))(X), np.diag(3 * X**2))
+
+
+def test_a_jvp_staticmethod_is_used_when_given():
+    CubeWithJvp.calls = 0
+    _, tangent = dg.jvp(lambda x: CubeWithJvp.apply(x), (X,), (np.ones(3),))
+    np.testing.assert_allclose(tangent, 3 * X**2)
+    assert CubeWithJvp.calls == 1
+
+
+def test_several_outputs_and_a_non_tensor_argument():
+    def f(x):
+        s, c = ScaledSinCos.apply(x, 2.0)
+        return dg.sum(s + c**2)
+
+    expected = 2 * np.cos(X) - 2 * np.cos(X) * np.sin(X)
+    np.testing.assert_allclose(dg.grad(f)(X), expected)
+    s, c = ScaledSinCos.apply(X, 3)
+    np.testing.assert_allclose(s, 3 * np.sin(X))
+    np.testing.assert_allclose(c, np.cos(X))
+    assert dg.gradcheck(lambda x: ScaledSinCos.apply(x, 3)[0] * ScaledSinCos.apply(x, 3)[1], X, order=2)
+    # only one output used: the other's gradient is zero
+    np.testing.assert_allclose(dg.grad(lambda x: dg.sum(ScaledSinCos.apply(x, 1.0)[1]))(X), -np.sin(X))
+
+
+def test_in_a_static_graph_with_unknown_sizes():
+    with dg.Graph() as g:
+        x = dg.placeholder((None,), name="x")
+        y = Cube.apply(x).sum()
+        (gx,) = dg.gradients(y, [x])
+        (hx,) = dg.gradients(gx.sum(), [x])
+    assert Cube.apply(x).shape == (None,)
+    value, grad, second = dg.Session(g).run([y, gx, hx], {x: X})
+    np.testing.assert_allclose(value, np.sum(X**3))
+    np.testing.assert_allclose(grad, 3 * X**2)
+    np.testing.assert_allclose(second, 6 * X)
+    assert "Cube(%x" in str(g)
+
+
+def test_under_compile():
+    fast = dg.compile(dg.value_and_grad(lambda x: dg.sum(ScaledSinCos.apply(x, 2.0)[0] * Cube.apply(x))))
+    value, grad = fast(X)
+    eager_value, eager_grad = dg.value_and_grad(lambda x: dg.sum(ScaledSinCos.apply(x, 2.0)[0] * Cube.apply(x)))(X)
+    np.testing.assert_allclose(value, eager_value)
+    np.testing.assert_allclose(grad, eager_grad)
+    assert "Cube(" in fast.source(X)
+
+
+def test_a_wrong_number_of_gradients_names_the_function():
+    class TwoForOne(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g
+
+    with pytest.raises(ValueError, match=r"TwoForOne.backward returned 2 gradient\(s\) for 1 input"):
+        dg.grad(lambda x: TwoForOne.apply(x).sum())(X)
+
+
+def test_a_gradient_of_the_wrong_shape_names_the_function_and_shapes():
+    class Short(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g[:1]
+
+    with pytest.raises(ValueError, match=r"Short.backward: the gradient for input 0 has shape \(1,\).*\(3,\)"):
+        dg.grad(lambda x: Short.apply(x).sum())(X)
+
+
+def test_errors_inside_forward_and_backward_name_the_function_and_the_line():
+    class Fails(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ArithmeticError("no gradient today")
+
+    t = dg.tensor(X, requires_grad=True)
+    y = Fails.apply(t).sum()  # the line the error names
+    with pytest.raises(ArithmeticError, match=r"Fails.backward failed: no gradient today .*test_function.py:\d+"):
+        y.backward()
+
+    class Broken(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x @ np.ones((7, 2))
+
+    with pytest.raises(ValueError, match=r"Broken.forward failed: .*test_function.py"):
+        Broken.apply(dg.tensor(X, requires_grad=True))
+
+
+def test_gradcheck_of_a_wrong_backward_reports_its_worst_entry():
+    class WrongCube(Cube):
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x**2 * g + dg.where(x > 1.0, 1.0, 0.0) * g  # wrong where x > 1 (entry 2)
+
+    with pytest.raises(dg.GradcheckError, match=r"d out\[2\] / d arg0\[2\]"):
+        dg.gradcheck(lambda x: WrongCube.apply(x), X)
+
+
+def test_saving_an_intermediate_works_eagerly_but_not_in_a_graph():
+    class SquareViaTemp(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            doubled = 2 * x
+            ctx.save_for_backward(doubled)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (doubled,) = ctx.saved_tensors
+            return doubled * g
+
+    np.testing.assert_allclose(dg.grad(lambda x: SquareViaTemp.apply(x).sum())(X), 2 * X)
+    with dg.Graph():
+        x = dg.placeholder((3,))
+        with pytest.raises(TypeError, match="save only forward's inputs and outputs"):
+            dg.gradients(SquareViaTemp.apply(x).sum(), [x])
