@@ -13,6 +13,8 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from . import op as _op_module
+from .anomaly import check_gradient
 from .errors import _provenance, location, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
@@ -94,6 +96,7 @@ def _origin(node):
 
 
 def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):
+    check = _op_module._ANOMALY  # anomaly mode: each cotangent is checked for NaN and Inf
     grads = {}
     leaves = {}
     heap = []
@@ -124,6 +127,8 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
             # headline figure): a recorded unary op's input is a box of this level needing grad
             a = inputs[0]
             ct = rules[0](g, node._value, a._value)
+            if check:
+                check_gradient(node, 0, ct)
             if ct.shape != a._value.shape:
                 ct = _unbroadcast(ct, a._value.shape)
             if a.op is None:
@@ -156,6 +161,8 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
                 ct = joint[i]
                 if ct is None:
                     continue
+            if check:
+                check_gradient(node, i, ct)
             shape = a._value.shape
             if ct.shape != shape or (graph_mode and None in shape):  # unknown sizes: reduce when it runs
                 ct = _unbroadcast(ct, shape)

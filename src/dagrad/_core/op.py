@@ -94,8 +94,15 @@ def _call_forward(op, values, attrs):
         raise op_error(op.name, values, err) from err
 
 
+_ANOMALY = False  # True while some thread is inside dg.detect_anomaly() (see _core/anomaly.py)
+
+
 def _result(op, out, inputs, attrs, record, level=0):
     """An op's result box at `level`: it records op, inputs and attrs when `record`."""
+    if _ANOMALY and not isinstance(out, Tensor):  # the innermost level computed `out` itself
+        from .anomaly import check_forward
+
+        check_forward(op, out, inputs)
     t = _new(Tensor)
     t._value = out
     t.grad = None
