@@ -24,3 +24,10 @@ def test_fit_with_scipy_uses_gradient_and_hessian_vector_products():
     result = example.main()
     assert result.success and result.nhev > 0
     np.testing.assert_allclose(result.x, example.TRUE_PARAMS, atol=0.03)
+
+
+def test_sigmoid_gate_reproduces_the_lecture_numbers():
+    value, dw, dx = _load("sigmoid_gate").main()
+    assert float(value) == pytest.approx(0.7310585786)
+    np.testing.assert_allclose(dw, [-0.196612, -0.393224, 0.196612], atol=1e-6)
+    np.testing.assert_allclose(dx, [0.393224, -0.589836], atol=1e-6)
