@@ -202,3 +202,17 @@ def test_saving_an_intermediate_works_eagerly_but_not_in_a_graph():
         x = dg.placeholder((3,))
         with pytest.raises(TypeError, match="save only forward's inputs and outputs"):
             dg.gradients(SquareViaTemp.apply(x).sum(), [x])
+
+
+def test_several_outputs_in_a_static_graph_need_known_sizes():
+    with dg.Graph() as g:
+        x = dg.placeholder((3,), name="x")
+        s, c = ScaledSinCos.apply(x, 2.0)
+        (gx,) = dg.gradients(dg.sum(s * c), [x])
+        unknown = dg.placeholder((None,), name="unknown")
+        with pytest.raises(TypeError, match="ScaledSinCos: a Function with several outputs needs known sizes"):
+            ScaledSinCos.apply(unknown, 2.0)
+    got_s, got_c, got_gx = dg.Session(g).run([s, c, gx], {x: X})
+    np.testing.assert_allclose(got_s, 2 * np.sin(X))
+    np.testing.assert_allclose(got_c, np.cos(X))
+    np.testing.assert_allclose(got_gx, 2 * np.cos(2 * X))  # d/dx sin(x) cos(x) * 2 = 2 cos(2x)

@@ -88,6 +88,10 @@ class Function:
         out = apply(op, args, {"ctx": ctx})
         if ctx._outputs is None:
             return out
+        if None in shape_of(out):
+            raise TypeError(f"{cls.__name__}: a Function with several outputs needs known sizes in a static graph "
+                            f"(its outputs are unpacked by position), got inputs of shapes "
+                            f"{[tuple(shape_of(a)) for a in args if isinstance(a, Tensor)]} at {user_line()}")
         return _unpack(out, ctx._outputs)
 
 
@@ -211,7 +215,7 @@ def _checked_grads(name, result, inputs):
         if grad is None or not isinstance(x, (Tensor, np.ndarray, float, int, np.generic)):
             checked.append(None)
             continue
-        if isinstance(x, bool) or (isinstance(x, int) and not isinstance(x, bool)):
+        if isinstance(x, int):
             checked.append(None)  # a Python int or flag argument has no gradient
             continue
         if tuple(shape_of(grad)) != tuple(shape_of(x)):
