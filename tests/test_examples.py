@@ -31,3 +31,21 @@ def test_sigmoid_gate_reproduces_the_lecture_numbers():
     assert float(value) == pytest.approx(0.7310585786)
     np.testing.assert_allclose(dw, [-0.196612, -0.393224, 0.196612], atol=1e-6)
     np.testing.assert_allclose(dx, [0.393224, -0.589836], atol=1e-6)
+
+
+def test_tape_printout_reaches_the_classic_gradient(capsys):
+    value, d1, d2 = _load("tape_printout").main()
+    assert value == pytest.approx(np.log(2.0) + 10.0 - np.sin(5.0))
+    assert d1 == pytest.approx(5.5) and d2 == pytest.approx(1.716337814536774)
+    out = capsys.readouterr().out
+    assert "%6 = subtract(%4, %5) : () float64   # tape_printout.py:" in out and "# d%6/d%0 = %15" in out
+
+
+def test_draw_mlp_writes_the_forward_and_backward_pictures(tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    written = _load("draw_mlp").main(tmp_path / "img")
+    assert [p.name for p in written] == ["mlp_graph.svg", "mlp_backward.svg"]
+    sizes = [len(ET.parse(p).getroot().findall("{http://www.w3.org/2000/svg}g")) for p in written]
+    assert 10 < sizes[0] < sizes[1]
+    assert "# backward of %14" in capsys.readouterr().out

@@ -37,5 +37,6 @@ from .numpy import (  # every op under its NumPy name (the same functions as dag
 from .ops.elementwise import stop_gradient
 from .ops.shape import getitem, index_add
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
+from .viz import draw, listing, to_dot
 
 __version__ = "0.1.0"
