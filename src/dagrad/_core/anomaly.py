@@ -48,6 +48,8 @@ class detect_anomaly:
         global _active
         with _lock:
             _active += 1
+            _op_module._CHECK_FORWARD = check_forward
+            _op_module._CHECK_GRADIENT = check_gradient
             _op_module._ANOMALY = True
         _local.depth += 1
         return self

@@ -94,15 +94,16 @@ def _call_forward(op, values, attrs):
         raise op_error(op.name, values, err) from err
 
 
-_ANOMALY = False  # True while some thread is inside dg.detect_anomaly() (see _core/anomaly.py)
+# True while some thread is inside dg.detect_anomaly(), which also sets the checks to call
+# (see _core/anomaly.py)
+_ANOMALY = False
+_CHECK_FORWARD = _CHECK_GRADIENT = None
 
 
 def _result(op, out, inputs, attrs, record, level=0):
     """An op's result box at `level`: it records op, inputs and attrs when `record`."""
     if _ANOMALY and not isinstance(out, Tensor):  # the innermost level computed `out` itself
-        from .anomaly import check_forward
-
-        check_forward(op, out, inputs)
+        _CHECK_FORWARD(op, out, inputs)
     t = _new(Tensor)
     t._value = out
     t.grad = None
