@@ -1,0 +1,102 @@
+"""Adam and AdamW (decoupled weight decay), with AMSGrad."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .optimizer import Optimizer, _lerp
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam, PyTorch's `torch.optim.Adam` (same options, same formulas, same order of operations).
+
+    With gradient g (negated if `maximize`) and step count t (from 1)::
+
+        g = g + weight_decay * p         (or, if decoupled_weight_decay, p = p * (1 - lr * weight_decay))
+        m = m + (1 - beta1) * (g - m)    (torch.lerp)
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)            (if amsgrad; then v_max replaces v below)
+        p = p - lr / (1 - beta1**t) * (m / (sqrt(v) / sqrt(1 - beta2**t) + eps))
+
+    >>> import dagrad as dg
+    >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = dg.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.9, -1.9], requires_grad=True)
+    >>> opt.state[w]["step"]
+    1.0
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+                 maximize=False, decoupled_weight_decay=False):
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _validate(self, group):
+        name = type(self).__name__
+        if group["lr"] < 0:
+            raise ValueError(f"{name}: invalid learning rate {group['lr']} (must be >= 0)")
+        if group["eps"] < 0:
+            raise ValueError(f"{name}: invalid epsilon {group['eps']} (must be >= 0)")
+        betas = group["betas"]
+        if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+            raise ValueError(f"{name}: invalid betas {betas} (two numbers in [0, 1))")
+        if group["weight_decay"] < 0:
+            raise ValueError(f"{name}: invalid weight_decay {group['weight_decay']} (must be >= 0)")
+
+    def _init_state(self, value, group):
+        state = {"step": 0.0, "exp_avg": np.zeros_like(value), "exp_avg_sq": np.zeros_like(value)}
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = np.zeros_like(value)
+        return state
+
+    def _update(self, p, g, state, group, ops):
+        dtype = p.dtype
+        lr = group["lr"]
+        beta1, beta2 = group["betas"]
+        eps, weight_decay = group["eps"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        step = state["step"] + 1.0
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                p = p * ops.scalar(1 - lr * weight_decay, dtype)
+            else:
+                g = g + weight_decay * p
+        exp_avg = _lerp(state["exp_avg"], g, 1 - beta1)
+        exp_avg_sq = state["exp_avg_sq"] * beta2 + (1 - beta2) * g * g
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = ops.scalar(bias_correction2**0.5, dtype)
+        new_state = {"step": step, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+        if group["amsgrad"]:
+            max_exp_avg_sq = new_state["max_exp_avg_sq"] = ops.maximum(state["max_exp_avg_sq"], exp_avg_sq)
+            denom = ops.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps
+        else:
+            denom = ops.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
+        return p + ops.scalar(-step_size, dtype) * (exp_avg / denom), new_state
+
+
+class AdamW(Adam):
+    """AdamW: Adam with decoupled weight decay (`p = p * (1 - lr * weight_decay)` before the Adam step),
+    PyTorch's `torch.optim.AdamW` (weight_decay defaults to 1e-2).
+
+    >>> import dagrad as dg
+    >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = dg.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.85, -1.8 ], requires_grad=True)
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)

@@ -1,0 +1,565 @@
+"""`Optimizer`: the base class of dagrad's optimisers (PyTorch's semantics and formulas).
+
+An optimiser holds `param_groups` (a list of dicts: "params" and that group's options,
+the constructor's defaults filled in) and per-parameter `state`. It works in two modes:
+
+- **eager**: the parameters are leaf Tensors that require a gradient; `step()` reads each
+  parameter's `.grad` and updates its NumPy array in place (the same array object);
+- **static**: the parameters are `dg.Variable`s of a static graph; `minimize(loss)` builds
+  the gradients and the update expressions into the graph (the optimiser's state becomes
+  non-trainable Variables there) and returns one `dg.group` node: running it is one step.
+
+Each optimiser writes its update once, as a function of the parameter, its gradient and
+its state, with NumPy-style operators; eager mode runs it on NumPy arrays and static mode
+on graph nodes, so both perform the same arithmetic in the same order as PyTorch 2.13's
+single-tensor implementations (`torch/optim/*.py`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.tensor import Tensor
+
+__all__ = ["Optimizer"]
+
+
+class _ParamGroup(dict):
+    """A parameter group. In static mode its "lr" is also a graph Variable, kept in step with
+    the dict entry (so a scheduler or a user changing `group["lr"]` changes the graph's rate)."""
+
+    _lr_variable = None
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if key == "lr" and self._lr_variable is not None:
+            self._lr_variable.value = float(value)
+
+    def update(self, *args, **kwargs):
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+
+class _NumpyOps:
+    """The few functions the update formulas need, on NumPy arrays (eager mode)."""
+
+    static = False
+    sqrt = staticmethod(np.sqrt)
+    maximum = staticmethod(np.maximum)
+
+    @staticmethod
+    def scalar(x, dtype):
+        return x  # a Python number: NumPy casts it to the array's dtype, as torch does
+
+    @staticmethod
+    def where(condition, a, b):
+        return a if condition else b
+
+
+class _GraphOps:
+    """The same functions building nodes of a static graph."""
+
+    static = True
+
+    @staticmethod
+    def sqrt(x):
+        from .. import numpy as dnp
+
+        return dnp.sqrt(x)
+
+    @staticmethod
+    def maximum(a, b):
+        from .. import numpy as dnp
+
+        return dnp.maximum(a, b)
+
+    @staticmethod
+    def scalar(x, dtype):
+        # a float64 scalar node would promote a float32 parameter's update to float64: cast it,
+        # as torch casts a Python scalar to the parameter's dtype
+        from ..static.graph import Symbol
+
+        if isinstance(x, Symbol) and x.dtype != dtype:
+            from .. import numpy as dnp
+
+            return dnp.astype(x, dtype)
+        return x
+
+    @staticmethod
+    def where(condition, a, b):
+        from .. import numpy as dnp
+
+        return dnp.where(condition, a, b)
+
+
+def _lerp(start, end, weight):
+    """torch.lerp's formula for a scalar weight (its CPU kernel picks the form by |weight|)."""
+    if abs(weight) < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * (1 - weight)
+
+
+def _is_variable(p):
+    from ..static.graph import Symbol
+
+    return isinstance(p, Symbol) and p.kind == "variable"
+
+
+def _plain(value):
+    """A state entry as a NumPy array or a Python number (a Variable's current value, copied)."""
+    if _is_variable(value):
+        value = value.value
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    return value
+
+
+def _as_number(value):
+    """A group option or state number loaded from a state dict (maybe a 0-d array after dg.load)."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value.item()
+        return tuple(value.tolist())
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+class Optimizer:
+    """Base class: param groups, per-parameter state, `zero_grad`, `step`, `minimize`, state dicts.
+
+    Subclasses define `defaults` (through `__init__`), `_init_state(value, group)` (the state of a
+    new parameter, NumPy arrays and numbers) and `_update(p, g, state, group, ops)`, which returns
+    the parameter's new value and its new state.
+
+    >>> import dagrad as dg
+    >>> w = dg.tensor([1.0, 2.0], requires_grad=True)
+    >>> opt = dg.optim.SGD([{"params": [w], "lr": 0.5}], lr=0.1, momentum=0.9)
+    >>> [(g["lr"], g["momentum"]) for g in opt.param_groups]
+    [(0.5, 0.9)]
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.state = {}
+        self.param_groups = []
+        if isinstance(params, (Tensor, dict)):
+            raise TypeError(
+                f"{type(self).__name__}: params must be an iterable of Tensors (or of dicts of parameter "
+                f"groups), got a {type(params).__name__}; wrap it in a list"
+            )
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # -- parameter groups
+    def add_param_group(self, param_group):
+        """Adds a group (a dict with "params" and options; missing options take the defaults).
+
+        >>> import dagrad as dg
+        >>> a, b = dg.tensor(1.0, requires_grad=True), dg.tensor(2.0, requires_grad=True)
+        >>> opt = dg.optim.SGD([a], lr=0.1)
+        >>> opt.add_param_group({"params": [b], "lr": 0.01})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.01]
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"add_param_group: a parameter group is a dict, got {type(param_group).__name__}")
+        params = param_group.get("params")
+        if params is None:
+            raise ValueError('add_param_group: a parameter group needs a "params" entry')
+        params = [params] if isinstance(params, Tensor) else list(params)
+        if isinstance(param_group.get("params"), set):
+            raise TypeError("optimizer parameters must be an ordered collection (a list), not a set")
+        for p in params:
+            self._check_param(p)
+        group = _ParamGroup()
+        for key, value in param_group.items():
+            if key != "params":
+                group[key] = value
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self._validate(group)
+        group["params"] = params
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        ids = [id(p) for p in params]
+        if len(set(ids)) != len(ids) or seen & set(ids):
+            raise ValueError("some parameters appear more than once (in one group or in several groups)")
+        modes = {_is_variable(p) for g in self.param_groups for p in g["params"]} | {_is_variable(p) for p in params}
+        if len(modes) > 1:
+            raise TypeError("an optimizer's parameters must be all eager Tensors or all static-graph Variables")
+        self.param_groups.append(group)
+        for p in params:
+            self._on_new_param(p, group)
+
+    def _check_param(self, p):
+        name = type(self).__name__
+        if _is_variable(p):
+            if p.dtype.kind != "f":
+                raise TypeError(f"{name}: can only optimize floating-point Variables, got {p!r}")
+            return
+        if not isinstance(p, Tensor) or getattr(p, "_symbolic", False):
+            raise TypeError(
+                f"{name}: parameters must be leaf dg.Tensors that require a gradient or dg.Variables of a static "
+                f"graph, got {type(p).__name__}"
+            )
+        if not p.is_leaf:
+            raise ValueError(f"{name}: can't optimize a non-leaf Tensor (one computed from others); use a leaf")
+        if not p.requires_grad:
+            raise ValueError(f"{name}: a parameter does not require a gradient (create it with requires_grad=True)")
+        if p._level:
+            raise ValueError(f"{name}: can't optimize a value traced by a transform")
+
+    def _validate(self, group):
+        """Checks a group's options (subclasses: ranges as in PyTorch)."""
+
+    def _on_new_param(self, p, group):
+        """Called once per parameter added (Adagrad creates its state here, as PyTorch does)."""
+
+    @property
+    def _static(self):
+        return any(_is_variable(p) for g in self.param_groups for p in g["params"])
+
+    def _params(self):
+        return [p for g in self.param_groups for p in g["params"]]
+
+    # -- the update (subclasses)
+    def _init_state(self, value, group):
+        """The state of a parameter before its first step (NumPy arrays and numbers)."""
+        return {}
+
+    def _update(self, p, g, state, group, ops):
+        """(new value of p, new state) from the parameter p, its gradient g and its state."""
+        raise NotImplementedError
+
+    def _optional_state(self, group):
+        """State keys that may be missing (SGD's momentum buffer before the first step)."""
+        return set()
+
+    # -- eager mode
+    def zero_grad(self, set_to_none=True):
+        """Clears every parameter's `.grad` (to None, or to zeros with `set_to_none=False`).
+
+        >>> import dagrad as dg
+        >>> w = dg.tensor([1.0], requires_grad=True)
+        >>> (w * 3.0).sum().backward()
+        >>> opt = dg.optim.SGD([w], lr=0.1)
+        >>> opt.zero_grad()
+        >>> w.grad is None
+        True
+        """
+        for p in self._params():
+            if not _is_variable(p):
+                p.zero_grad(set_to_none)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient, in place (eager mode).
+
+        `closure`, if given, re-evaluates the loss (calling backward) and its result is returned.
+
+        >>> import dagrad as dg
+        >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = dg.optim.SGD([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> w
+        tensor([ 0.8, -1.6], requires_grad=True)
+        """
+        if self._static:
+            raise TypeError(
+                f"{type(self).__name__}.step() updates eager tensors, but its parameters are Variables of a static "
+                "graph: build the training step once with `train = opt.minimize(loss)` and run it with "
+                "`sess.run(train, feed_dict)`"
+            )
+        loss = None
+        if closure is not None:
+            from .._core.tensor import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                value = p.value
+                g = np.asarray(p.grad.numpy(), dtype=value.dtype)
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = self._init_state(value, group)
+                new_value, new_state = self._update(value, g, state, group, _NumpyOps)
+                value[...] = new_value
+                for key, new in new_state.items():
+                    old = state.get(key)
+                    if isinstance(old, np.ndarray) and old.shape == np.shape(new):
+                        old[...] = new
+                    elif isinstance(new, np.ndarray):
+                        state[key] = np.array(new, dtype=value.dtype, copy=True)
+                    else:
+                        state[key] = new
+        return loss
+
+    # -- static mode
+    def minimize(self, loss):
+        """One training step as a node of the parameters' static graph (`dg.group` of `assign`s).
+
+        It builds `dg.gradients(loss, params)` and the update expressions; the optimiser's state
+        (moments, momentum buffers, step counts, and each group's learning rate) becomes
+        non-trainable Variables of the graph. Running the node with `Session.run` is one step.
+
+        >>> import dagrad as dg, numpy as np
+        >>> with dg.Graph() as g:
+        ...     w = dg.Variable(np.array([1.0, -2.0]), name="w")
+        ...     loss = (w * w).sum()
+        ...     train = dg.optim.SGD([w], lr=0.1).minimize(loss)
+        >>> sess = dg.Session(g)
+        >>> for _ in range(2):
+        ...     sess.run(train)
+        >>> w.value
+        array([ 0.64, -1.28])
+        """
+        from ..static.graph import Symbol
+        from ..static.session import gradients, group
+
+        name = type(self).__name__
+        if not self._static:
+            raise TypeError(
+                f"{name}.minimize(loss) builds a training step into a static graph, but its parameters are eager "
+                "tensors: in eager mode call loss.backward() and then opt.step() (and opt.zero_grad() before the "
+                "next backward)"
+            )
+        if not isinstance(loss, Symbol):
+            raise TypeError(f"{name}.minimize: the loss must be a node of the parameters' static graph, "
+                            f"got {type(loss).__name__}")
+        graph = loss.graph
+        params = self._params()
+        for p in params:
+            if p.graph is not graph:
+                raise ValueError(f"{name}.minimize: Variable {p.name!r} belongs to another graph than the loss")
+        if tuple(loss._shape) != ():
+            raise ValueError(f"{name}.minimize: the loss must be a scalar, got shape {tuple(loss._shape)}")
+        with graph:
+            grads = dict(zip(map(id, params), gradients(loss, params)))
+            updates = []
+            for group_ in self.param_groups:
+                lr = self._lr_variable(group_)
+                options = dict(group_, lr=lr)
+                for p in group_["params"]:
+                    state = self._state_variables(p, group_)
+                    new_value, new_state = self._update(p, grads[id(p)], dict(state), options, _GraphOps)
+                    updates.append(p.assign(new_value))
+                    for key, new in new_state.items():
+                        updates.append(state[key].assign(new))
+            return group(*updates, name=f"{name.lower()}_step")
+
+    def _lr_variable(self, group):
+        from ..static.graph import Variable
+
+        if group._lr_variable is None:
+            index = self.param_groups.index(group)
+            group._lr_variable = Variable(float(group["lr"]), name=f"{type(self).__name__.lower()}/lr{index}",
+                                          trainable=False)
+        return group._lr_variable
+
+    def _state_variables(self, p, group):
+        """The parameter's state as Variables of its graph (created, from any loaded values, once)."""
+        from ..static.graph import Variable
+
+        state = self.state.get(p)
+        if state is not None and all(_is_variable(v) for v in state.values()) and state:
+            return state
+        initial = self._init_state(p.value, group)
+        initial.update(self._static_extra_state(p.value, group, state))
+        if state:
+            initial.update({k: v for k, v in state.items() if k in initial})
+        prefix = p.name or "param"
+        variables = {}
+        for key, value in initial.items():
+            dtype = np.float64 if np.ndim(value) == 0 and key.lstrip("_") == "step" else p.dtype
+            variables[key] = Variable(np.array(value, dtype=dtype), name=f"{prefix}/{key.lstrip('_')}",
+                                      trainable=False)
+        self.state[p] = variables
+        return variables
+
+    def _static_extra_state(self, value, group, loaded):
+        """Extra state a static step needs beyond PyTorch's (SGD: a step count)."""
+        return {}
+
+    # -- state dicts
+    def state_dict(self):
+        """The optimiser's state, structured as PyTorch's: {"state": {index: {...}}, "param_groups": [...]}.
+
+        Parameters are numbered in the order of the groups; the values are NumPy arrays and
+        Python numbers (so `dg.save` can store it), copies of the optimiser's own.
+
+        >>> import dagrad as dg
+        >>> w = dg.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = dg.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> (w * w).sum().backward(); opt.step()
+        >>> sd = opt.state_dict()
+        >>> sd["state"]
+        {0: {'momentum_buffer': array([2., 4.])}}
+        >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
+        ([0], 0.1)
+        """
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                entry = self.state.get(p)
+                if entry:
+                    plain = self._export_state({k: _plain(v) for k, v in entry.items()}, group)
+                    if plain:
+                        state[index[id(p)]] = plain
+        return {"state": state, "param_groups": groups}
+
+    def _export_state(self, entry, group):
+        """A parameter's state as the state dict shows it (numbers as Python floats)."""
+        out = {}
+        for key, value in entry.items():
+            if key.startswith("_"):
+                continue
+            if key == "step":
+                value = float(np.asarray(value))
+            out[key] = value
+        return out
+
+    def load_state_dict(self, state_dict):
+        """Loads a `state_dict()` (of an optimiser of the same kind over parameters of the same shapes).
+
+        Everything is checked before anything changes: a mismatched state dict raises and leaves
+        the optimiser as it was. Group options come from the state dict; the parameters stay.
+
+        >>> import dagrad as dg
+        >>> w = dg.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = dg.optim.Adam([w], lr=0.1)
+        >>> (w * w).sum().backward(); opt.step()
+        >>> w2 = dg.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt2 = dg.optim.Adam([w2])
+        >>> opt2.load_state_dict(opt.state_dict())
+        >>> opt2.param_groups[0]["lr"], opt2.state[w2]["step"]
+        (0.1, 1.0)
+        """
+        name = type(self).__name__
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError(f"{name}.load_state_dict: expects a dict with 'state' and 'param_groups' "
+                             "(from Optimizer.state_dict())")
+        saved_groups = state_dict["param_groups"]
+        if isinstance(saved_groups, dict):  # e.g. restored from dotted keys: {"0": {...}, "1": {...}}
+            saved_groups = [saved_groups[k] for k in sorted(saved_groups, key=int)]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"{name}.load_state_dict: the state dict has {len(saved_groups)} parameter group(s), "
+                             f"this optimizer {len(self.param_groups)}")
+        index_to_param = {}
+        new_groups = []
+        for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            ids = saved.get("params")
+            if ids is None:
+                raise ValueError(f"{name}.load_state_dict: parameter group {i} has no 'params'")
+            ids = [int(k) for k in np.asarray(ids).reshape(-1).tolist()]
+            if len(ids) != len(group["params"]):
+                raise ValueError(f"{name}.load_state_dict: parameter group {i} has {len(ids)} parameter(s) in the "
+                                 f"state dict and {len(group['params'])} in this optimizer")
+            missing = [k for k in self.defaults if k not in saved]
+            if missing:
+                raise ValueError(f"{name}.load_state_dict: parameter group {i} lacks option(s) {missing}; is it "
+                                 f"the state dict of another kind of optimizer?")
+            new = _ParamGroup()
+            for key, value in saved.items():
+                if key != "params":
+                    dict.__setitem__(new, key, _as_number(value))
+            self._validate(new)
+            dict.__setitem__(new, "params", group["params"])
+            new_groups.append((new, group))
+            for k, p in zip(ids, group["params"]):
+                index_to_param[k] = (p, new)
+        saved_state = state_dict["state"]
+        new_state = {}
+        for key, entry in saved_state.items():
+            try:
+                k = int(key)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name}.load_state_dict: state key {key!r} is not a parameter index") from None
+            if k not in index_to_param:
+                raise ValueError(f"{name}.load_state_dict: the state dict has state for parameter {k}, which is "
+                                 "in none of its parameter groups")
+            p, group = index_to_param[k]
+            expected = {k_ for k_ in self._init_state(np.zeros(0), group) if not k_.startswith("_")}
+            optional = self._optional_state(group)
+            keys = set(entry)
+            if not (expected <= keys <= expected | optional):
+                raise ValueError(f"{name}.load_state_dict: the state of parameter {k} has entries {sorted(keys)}, "
+                                 f"expected {sorted(expected)}" + (f" (and optionally {sorted(optional)})"
+                                                                   if optional else ""))
+            loaded = {}
+            for skey, value in entry.items():
+                if skey == "step":
+                    value = np.asarray(value)
+                    if value.size != 1:
+                        raise ValueError(f"{name}.load_state_dict: the step of parameter {k} must be a number")
+                    loaded[skey] = float(value.reshape(()))
+                    continue
+                arr = np.asarray(value)
+                if arr.dtype.kind not in "biuf":
+                    raise TypeError(f"{name}.load_state_dict: state {skey!r} of parameter {k} has dtype {arr.dtype}")
+                if arr.shape != tuple(p.shape):
+                    raise ValueError(f"{name}.load_state_dict: state {skey!r} of parameter {k} has shape {arr.shape}, "
+                                     f"the parameter {tuple(p.shape)}")
+                loaded[skey] = np.array(arr, dtype=p.dtype, copy=True)
+            new_state[p] = loaded
+        # everything checked: apply
+        for new, old in new_groups:
+            new._lr_variable = old._lr_variable
+        self.param_groups = [new for new, _ in new_groups]
+        for new in self.param_groups:
+            if new._lr_variable is not None:
+                new._lr_variable.value = float(new["lr"])
+        for p in self._params():
+            self._load_param_state(p, new_state.get(p, {}), index_to_param_group(p, self.param_groups))
+
+    def _load_param_state(self, p, loaded, group):
+        """Replaces a parameter's state by `loaded` (Variables in static mode keep their identity)."""
+        current = self.state.get(p)
+        if current and all(_is_variable(v) for v in current.values()):
+            values = self._init_state(p.value, group)
+            values.update(self._static_extra_state(p.value, group, loaded))
+            values.update(loaded)
+            for key, variable in current.items():
+                if key in values:
+                    variable.value = np.array(values[key], dtype=variable.dtype)
+            return
+        if loaded:
+            self.state[p] = dict(loaded)
+        else:
+            self.state.pop(p, None)
+            self._on_new_param(p, group)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def index_to_param_group(p, groups):
+    for group in groups:
+        if any(q is p for q in group["params"]):
+            return group
+    raise KeyError(p)

@@ -1,0 +1,519 @@
+"""dg.optim: optimisers (eager step, static minimize), state dicts, schedulers; the oracle tier
+compares every update and schedule with PyTorch's, step by step."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dagrad as dg
+from dagrad.optim.lr_scheduler import CosineAnnealingLR, StepLR
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((20, 4))
+Y = (RNG.random(20) < 0.5).astype(np.float64)
+W0 = RNG.standard_normal(4)
+B0 = RNG.standard_normal(())
+STEPS = 12
+
+# (dagrad class name, options) for every option combination that changes the formulas
+CONFIGS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, weight_decay=0.05)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.8, nesterov=True)),
+    ("SGD", dict(lr=0.1, momentum=0.8, nesterov=True, weight_decay=0.1, maximize=True)),
+    ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, betas=(0.6, 0.95), eps=1e-6)),
+    ("Adam", dict(lr=0.05, betas=(0.3, 0.9))),
+    ("Adam", dict(lr=0.05, weight_decay=0.1)),
+    ("Adam", dict(lr=0.05, betas=(0.9, 0.6), amsgrad=True)),
+    ("Adam", dict(lr=0.05, betas=(0.9, 0.6), amsgrad=True, weight_decay=0.1, maximize=True)),
+    ("AdamW", dict(lr=0.05)),
+    ("AdamW", dict(lr=0.05, betas=(0.8, 0.6), weight_decay=0.3, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, alpha=0.3, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
+    ("RMSprop", dict(lr=0.01, alpha=0.4, centered=True)),
+    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.05, maximize=True)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.05, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, initial_accumulator_value=0.5, eps=1e-6, maximize=True)),
+]
+IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in opts.items())}" for name, opts in CONFIGS]
+
+
+def dg_loss(w, b, sign=1.0):
+    z = X @ w + b
+    return sign * (dg.mean(dg.softplus(z) - Y * z) + 0.1 * dg.sum(w**4))
+
+
+def sign_of(opts):
+    return -1.0 if opts.get("maximize") else 1.0  # maximize the negated loss: the run converges
+
+
+def eager_run(name, opts, steps=STEPS, dtype=np.float64):
+    w = dg.tensor(W0.astype(dtype), requires_grad=True)
+    b = dg.tensor(B0.astype(dtype), requires_grad=True)
+    opt = getattr(dg.optim, name)([w, b], **opts)
+    history = []
+    for _ in range(steps):
+        opt.zero_grad()
+        dg_loss(w, b, sign_of(opts)).backward()
+        opt.step()
+        history.append((w.numpy().copy(), b.numpy().copy()))
+    assert np.isfinite(history[-1][0]).all()
+    return history, opt, (w, b)
+
+
+# ---------------------------------------------------------------- eager mode
+
+
+def test_sgd_step_updates_the_same_array_in_place():
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    array = w.value
+    opt = dg.optim.SGD([w], lr=0.5)
+    (w * w).sum().backward()
+    opt.step()
+    assert w.value is array
+    np.testing.assert_allclose(array, [0.0, 0.0])
+
+
+def test_params_without_grad_are_skipped_and_get_no_state():
+    a = dg.tensor([1.0], requires_grad=True)
+    b = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.Adam([a, b], lr=0.1)
+    (a * 2.0).sum().backward()
+    opt.step()
+    assert b.item() == 1.0 and b not in opt.state and a in opt.state
+
+
+def test_zero_grad_to_none_and_to_zeros():
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(w.grad.numpy(), [0.0, 0.0])
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_param_groups_merge_defaults_and_use_their_own_options():
+    a = dg.tensor([1.0], requires_grad=True)
+    b = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([{"params": [a]}, {"params": b, "lr": 1.0, "momentum": 0.5}], lr=0.1)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["momentum"] == 0.0
+    assert opt.param_groups[1]["lr"] == 1.0 and opt.param_groups[1]["momentum"] == 0.5
+    ((a + b) * 1.0).sum().backward()
+    opt.step()
+    np.testing.assert_allclose([a.item(), b.item()], [0.9, 0.0])
+
+
+def test_closure_is_called_and_its_loss_returned():
+    w = dg.tensor([2.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=0.25)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert loss.item() == 4.0 and w.item() == 1.0
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda: dg.optim.SGD([dg.tensor([1.0])]), "require a gradient"),
+    (lambda: dg.optim.SGD([dg.tensor([1.0], requires_grad=True) * 2.0]), "non-leaf"),
+    (lambda: dg.optim.SGD(dg.tensor([1.0], requires_grad=True)), "iterable"),
+    (lambda: dg.optim.SGD([]), "empty"),
+    (lambda: dg.optim.SGD([np.ones(2)]), "parameters must be"),
+    (lambda: dg.optim.SGD([dg.tensor([1.0], requires_grad=True)], lr=-1.0), "learning rate"),
+    (lambda: dg.optim.SGD([dg.tensor([1.0], requires_grad=True)], nesterov=True), "Nesterov"),
+    (lambda: dg.optim.Adam([dg.tensor([1.0], requires_grad=True)], betas=(0.9, 1.5)), "betas"),
+    (lambda: dg.optim.RMSprop([dg.tensor([1.0], requires_grad=True)], alpha=-0.1), "alpha"),
+])
+def test_bad_construction_is_a_clear_error(bad, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        bad()
+
+
+def test_a_parameter_twice_is_an_error():
+    w = dg.tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match="more than once"):
+        dg.optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
+
+
+def test_float32_params_stay_float32():
+    for name, opts in CONFIGS:
+        history, opt, (w, b) = eager_run(name, opts, steps=3, dtype=np.float32)
+        assert w.dtype == np.float32 and b.dtype == np.float32, name
+        for entry in opt.state.values():
+            for key, value in entry.items():
+                if isinstance(value, np.ndarray):
+                    assert value.dtype == np.float32, (name, key)
+
+
+def test_optimisers_minimise_a_quadratic():
+    for name, lr in [("SGD", 0.1), ("Adam", 0.1), ("AdamW", 0.1), ("RMSprop", 0.05), ("Adagrad", 0.5)]:
+        w = dg.tensor([3.0, -2.0], requires_grad=True)
+        opt = getattr(dg.optim, name)([w], lr=lr, **({"weight_decay": 0.0} if name == "AdamW" else {}))
+        for _ in range(300):
+            opt.zero_grad()
+            ((w - 1.0) ** 2).sum().backward()
+            opt.step()
+        np.testing.assert_allclose(w.numpy(), [1.0, 1.0], atol=0.05, err_msg=name)
+
+
+# ---------------------------------------------------------------- state dicts
+
+
+@pytest.mark.parametrize("name, opts", CONFIGS, ids=IDS)
+def test_state_dict_round_trip_continues_identically(name, opts):
+    history, opt, (w, b) = eager_run(name, opts, steps=5)
+    sd = opt.state_dict()
+    for entry in sd["state"].values():
+        for value in entry.values():
+            assert isinstance(value, (np.ndarray, float))
+    assert [g["params"] for g in sd["param_groups"]] == [[0, 1]]
+    # a new optimiser on copies of the parameters, loaded from the state dict
+    w2 = dg.tensor(w.numpy(), requires_grad=True)
+    b2 = dg.tensor(b.numpy(), requires_grad=True)
+    opt2 = getattr(dg.optim, name)([w2, b2])
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == opts["lr"]
+    for (p, q) in [(w, w2), (b, b2)]:
+        for o in (opt, opt2):
+            o.zero_grad()
+        dg_loss(w, b, sign_of(opts)).backward()
+        dg_loss(w2, b2, sign_of(opts)).backward()
+        opt.step()
+        opt2.step()
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    # the state dict holds copies: stepping did not change it
+    sd_again = opt.state_dict()
+    assert not sd["state"] or any(not np.array_equal(sd["state"][0][k], sd_again["state"][0][k])
+               for k in sd["state"][0] if isinstance(sd["state"][0][k], np.ndarray))
+
+
+def test_state_dict_structure_matches_pytorchs():
+    torch = pytest.importorskip("torch")
+    for name, opts in [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.1, amsgrad=True)),
+                       ("RMSprop", dict(lr=0.1, momentum=0.5, centered=True)), ("Adagrad", dict(lr=0.1))]:
+        _, opt, _ = eager_run(name, opts, steps=2)
+        tw = torch.tensor(W0, requires_grad=True)
+        tb = torch.tensor(B0, requires_grad=True)
+        topt = getattr(torch.optim, name)([tw, tb], **opts)
+        (tw.sum() + tb).backward()
+        topt.step()
+        ours, theirs = opt.state_dict(), topt.state_dict()
+        assert ours["state"].keys() == theirs["state"].keys()
+        for k in theirs["state"]:
+            assert set(ours["state"][k]) == set(theirs["state"][k]), name
+        assert set(ours["param_groups"][0]) <= set(theirs["param_groups"][0]), name
+        assert ours["param_groups"][0]["params"] == theirs["param_groups"][0]["params"]
+
+
+def test_adagrad_has_state_before_its_first_step_as_in_pytorch():
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    opt = dg.optim.Adagrad([w], initial_accumulator_value=0.5)
+    sd = opt.state_dict()
+    assert sd["state"][0]["step"] == 0.0
+    np.testing.assert_array_equal(sd["state"][0]["sum"], [0.5, 0.5])
+
+
+def _adam_state():
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    opt = dg.optim.Adam([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    return opt.state_dict()
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda sd: sd.pop("state"), "'state' and 'param_groups'"),
+    (lambda sd: sd["param_groups"].append(dict(sd["param_groups"][0])), "parameter group"),
+    (lambda sd: sd["param_groups"][0].update(params=[0, 1]), "2 parameter"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.zeros(3)), "shape"),
+    (lambda sd: sd["state"][0].pop("exp_avg_sq"), "entries"),
+    (lambda sd: sd["state"].update({5: sd["state"][0]}), "parameter 5"),
+    (lambda sd: sd["param_groups"][0].pop("betas"), "betas"),
+    (lambda sd: sd["param_groups"][0].update(lr=-1.0), "learning rate"),
+])
+def test_a_mismatched_state_dict_is_refused_and_nothing_changes(corrupt, message):
+    sd = _adam_state()
+    corrupt(sd)
+    w = dg.tensor([5.0, 6.0], requires_grad=True)
+    opt = dg.optim.Adam([w], lr=0.01)
+    (w * w).sum().backward()
+    opt.step()
+    before = opt.state_dict()
+    with pytest.raises(ValueError, match=message):
+        opt.load_state_dict(sd)
+    after = opt.state_dict()
+    assert after["param_groups"] == before["param_groups"]
+    for k in before["state"][0]:
+        np.testing.assert_array_equal(after["state"][0][k], before["state"][0][k])
+
+
+def test_a_state_dict_after_a_save_like_round_trip_loads():
+    """After dg.save / dg.load, numbers come back as 0-d arrays, lists as arrays, keys as strings."""
+    sd = _adam_state()
+    flat = {
+        "state": {str(k): {n: np.asarray(v) for n, v in e.items()} for k, e in sd["state"].items()},
+        "param_groups": [{n: np.asarray(v) for n, v in g.items()} for g in sd["param_groups"]],
+    }
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    opt = dg.optim.Adam([w])
+    opt.load_state_dict(flat)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["betas"] == (0.9, 0.999)
+    assert opt.state[w]["step"] == 1.0
+
+
+# ---------------------------------------------------------------- static graphs
+
+
+def _static_run(name, opts, steps=STEPS, dtype=np.float64):
+    with dg.Graph() as g:
+        x = dg.placeholder((None, 4), dtype=dtype, name="x")
+        y = dg.placeholder((None,), dtype=dtype, name="y")
+        w = dg.Variable(W0.astype(dtype), name="w")
+        b = dg.Variable(B0.astype(dtype), name="b")
+        z = x @ w + b
+        loss = sign_of(opts) * (dg.mean(dg.softplus(z) - y * z) + 0.1 * dg.sum(w**4))
+        opt = getattr(dg.optim, name)([w, b], **opts)
+        train = opt.minimize(loss)
+    sess = dg.Session(g)
+    n_nodes = len(g)
+    history = []
+    for _ in range(steps):
+        sess.run(train, {x: X, y: Y})
+        history.append((w.value.copy(), b.value.copy()))
+    assert len(g) == n_nodes
+    return history, opt, (w, b), g
+
+
+@pytest.mark.parametrize("name, opts", CONFIGS, ids=IDS)
+def test_static_minimize_equals_eager_steps(name, opts):
+    eager, eager_opt, _ = eager_run(name, opts)
+    static, static_opt, _, _ = _static_run(name, opts)
+    for k, ((we, be), (ws, bs)) in enumerate(zip(eager, static)):
+        np.testing.assert_allclose(ws, we, rtol=1e-12, atol=1e-14, err_msg=f"step {k + 1}")
+        np.testing.assert_allclose(bs, be, rtol=1e-12, atol=1e-14, err_msg=f"step {k + 1}")
+    # the same state dict, too
+    a, s = eager_opt.state_dict(), static_opt.state_dict()
+    assert a["param_groups"] == s["param_groups"]
+    assert a["state"].keys() == s["state"].keys()
+    for k in a["state"]:
+        assert a["state"][k].keys() == s["state"][k].keys()
+        for key in a["state"][k]:
+            np.testing.assert_allclose(s["state"][k][key], a["state"][k][key], rtol=1e-12, atol=1e-14)
+
+
+def test_static_float32_stays_float32():
+    for name, opts in CONFIGS:
+        history, opt, (w, b), g = _static_run(name, opts, steps=3, dtype=np.float32)
+        eager, _, _ = eager_run(name, opts, steps=3, dtype=np.float32)
+        assert w.value.dtype == np.float32, name
+        for node in g.nodes:
+            if node.kind == "op" and node.dtype.kind == "f" and node.ndim > 0:
+                assert node.dtype == np.float32, (name, node)
+        np.testing.assert_allclose(history[-1][0], eager[-1][0], rtol=1e-5, err_msg=name)
+
+
+def test_static_state_is_non_trainable_variables_and_lr_follows_the_group():
+    history, opt, (w, b), g = _static_run("Adam", dict(lr=0.05), steps=1)
+    extra = [v for v in g.variables if v is not w and v is not b]
+    assert extra and not any(v.trainable for v in extra)
+    assert {v.name for v in extra} >= {"w/step", "w/exp_avg", "w/exp_avg_sq", "adam/lr0"}
+    assert float(g["w/step"].value) == 1.0
+    opt.param_groups[0]["lr"] = 0.01
+    assert float(g["adam/lr0"].value) == 0.01
+
+
+def test_static_scheduler_changes_the_graphs_learning_rate():
+    with dg.Graph() as g:
+        w = dg.Variable(np.array([1.0]), name="w")
+        opt = dg.optim.SGD([w], lr=1.0)
+        train = opt.minimize(dg.sum(w))  # gradient 1: each step subtracts the current lr
+    sched = StepLR(opt, step_size=1, gamma=0.5)
+    sess = dg.Session(g)
+    for _ in range(3):
+        sess.run(train)
+        sched.step()
+    np.testing.assert_allclose(w.value, [1.0 - 1.0 - 0.5 - 0.25])
+
+
+def test_static_state_dict_loads_into_eager_and_back():
+    _, static_opt, (w, b), _ = _static_run("RMSprop", dict(lr=0.01, momentum=0.9, centered=True), steps=4)
+    eager, eager_opt, (we, be) = eager_run("RMSprop", dict(lr=0.01, momentum=0.9, centered=True), steps=4)
+    fresh = dg.optim.RMSprop([dg.tensor(W0, requires_grad=True), dg.tensor(B0, requires_grad=True)],
+                             momentum=0.9, centered=True)
+    fresh.load_state_dict(static_opt.state_dict())
+    for k, entry in eager_opt.state_dict()["state"].items():
+        for key, value in entry.items():
+            np.testing.assert_allclose(fresh.state_dict()["state"][k][key], value, rtol=1e-12)
+    # and an eager state dict into the static optimiser (its Variables take the values)
+    static_opt.load_state_dict(eager_opt.state_dict())
+    np.testing.assert_allclose(static_opt.state[w]["square_avg"].value, eager_opt.state[we]["square_avg"])
+
+
+def test_static_sgd_momentum_state_dict_before_and_after_a_step():
+    with dg.Graph() as g:
+        w = dg.Variable(np.array([1.0, 2.0]), name="w")
+        opt = dg.optim.SGD([w], lr=0.1, momentum=0.9, dampening=0.5)
+        train = opt.minimize(dg.sum(w * w))
+    assert opt.state_dict()["state"] == {}
+    dg.Session(g).run(train)
+    np.testing.assert_allclose(opt.state_dict()["state"][0]["momentum_buffer"], [2.0, 4.0])  # the first gradient
+
+
+def test_minimize_with_eager_tensors_says_to_use_backward_and_step():
+    w = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=0.1)
+    with pytest.raises(TypeError, match=r"backward\(\).*step\(\)"):
+        opt.minimize((w * w).sum())
+
+
+def test_step_on_static_variables_says_to_use_minimize():
+    with dg.Graph():
+        w = dg.Variable(np.array([1.0]), name="w")
+    with pytest.raises(TypeError, match="minimize"):
+        dg.optim.SGD([w], lr=0.1).step()
+
+
+def test_mixing_eager_and_static_parameters_is_an_error():
+    with dg.Graph():
+        v = dg.Variable(np.array([1.0]), name="v")
+    with pytest.raises(TypeError, match="all eager Tensors or all static-graph Variables"):
+        dg.optim.SGD([v, dg.tensor([1.0], requires_grad=True)], lr=0.1)
+
+
+def test_minimize_of_a_non_scalar_or_foreign_loss_is_an_error():
+    with dg.Graph():
+        w = dg.Variable(np.array([1.0, 2.0]), name="w")
+        opt = dg.optim.SGD([w], lr=0.1)
+        with pytest.raises(ValueError, match="scalar"):
+            opt.minimize(w * w)
+    with dg.Graph():
+        other = dg.Variable(1.0, name="other")
+    with pytest.raises(ValueError, match="another graph"):
+        opt.minimize(other * 2.0)
+
+
+# ---------------------------------------------------------------- schedulers
+
+
+def test_step_lr_and_cosine_closed_forms():
+    w = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=0.5)
+    sched = CosineAnnealingLR(opt, T_max=10, eta_min=0.01)
+    for epoch in range(1, 11):
+        sched.step()
+        want = 0.01 + (0.5 - 0.01) * (1 + math.cos(math.pi * epoch / 10)) / 2
+        assert math.isclose(sched.get_last_lr()[0], want, rel_tol=1e-12, abs_tol=1e-15)
+    opt2 = dg.optim.SGD([w], lr=1.0)
+    sched2 = StepLR(opt2, step_size=3, gamma=0.1)
+    lrs = []
+    for _ in range(7):
+        sched2.step()
+        lrs.append(opt2.param_groups[0]["lr"])
+    np.testing.assert_allclose(lrs, [1, 1, 0.1, 0.1, 0.1, 0.01, 0.01])
+
+
+def test_scheduler_state_dict_round_trip():
+    w = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=1.0)
+    sched = CosineAnnealingLR(opt, T_max=8)
+    for _ in range(3):
+        sched.step()
+    sd = sched.state_dict()
+    opt2 = dg.optim.SGD([w], lr=1.0)
+    opt2.load_state_dict(opt.state_dict())
+    sched2 = CosineAnnealingLR(opt2, T_max=8)
+    sched2.load_state_dict(sd)
+    for _ in range(4):
+        sched.step()
+        sched2.step()
+        assert sched.get_last_lr() == sched2.get_last_lr()
+
+
+# ---------------------------------------------------------------- the oracle tier: PyTorch
+
+
+def torch_run(torch, name, opts, steps=STEPS, dtype=np.float64):
+    tdtype = torch.float64 if dtype == np.float64 else torch.float32
+    w = torch.tensor(W0.astype(dtype), dtype=tdtype, requires_grad=True)
+    b = torch.tensor(B0.astype(dtype), dtype=tdtype, requires_grad=True)
+    tx, ty = torch.tensor(X.astype(dtype)), torch.tensor(Y.astype(dtype))
+    opt = getattr(torch.optim, name)([w, b], foreach=False, **opts)
+    history = []
+    for _ in range(steps):
+        opt.zero_grad()
+        z = tx @ w + b
+        loss = sign_of(opts) * (torch.mean(torch.nn.functional.softplus(z) - ty * z) + 0.1 * torch.sum(w**4))
+        loss.backward()
+        opt.step()
+        history.append((w.detach().numpy().copy(), b.detach().numpy().copy()))
+    return history, opt
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name, opts", CONFIGS, ids=IDS)
+def test_updates_match_torch_step_by_step(name, opts):
+    torch = pytest.importorskip("torch")
+    ours, opt = eager_run(name, opts)[:2]
+    theirs, topt = torch_run(torch, name, opts)
+    for k, ((w, b), (tw, tb)) in enumerate(zip(ours, theirs)):
+        np.testing.assert_allclose(w, tw, rtol=1e-10, atol=1e-13, err_msg=f"{name} step {k + 1}")
+        np.testing.assert_allclose(b, tb, rtol=1e-10, atol=1e-13, err_msg=f"{name} step {k + 1}")
+    # and the optimiser states
+    tsd = topt.state_dict()
+    for k, entry in opt.state_dict()["state"].items():
+        for key, value in entry.items():
+            want = tsd["state"][k][key]
+            want = float(want) if key == "step" else want.numpy()
+            np.testing.assert_allclose(value, want, rtol=1e-10, atol=1e-13, err_msg=f"{name} {key}")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name, opts", CONFIGS, ids=IDS)
+def test_float32_updates_match_torch(name, opts):
+    torch = pytest.importorskip("torch")
+    ours = eager_run(name, opts, steps=STEPS, dtype=np.float32)[0]
+    theirs = torch_run(torch, name, opts, dtype=np.float32)[0]
+    for k, ((w, b), (tw, tb)) in enumerate(zip(ours, theirs)):
+        assert w.dtype == np.float32
+        np.testing.assert_allclose(w, tw, rtol=2e-4, atol=1e-5, err_msg=f"{name} step {k + 1}")
+        np.testing.assert_allclose(b, tb, rtol=2e-4, atol=1e-5, err_msg=f"{name} step {k + 1}")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kind, kwargs", [
+    ("StepLR", dict(step_size=4, gamma=0.5)),
+    ("StepLR", dict(step_size=1, gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=10)),
+    ("CosineAnnealingLR", dict(T_max=7, eta_min=0.05)),
+])
+def test_schedulers_match_torch_over_30_epochs(kind, kwargs):
+    torch = pytest.importorskip("torch")
+    w = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([{"params": [w]}, {"params": [dg.tensor([1.0], requires_grad=True)], "lr": 0.3}], lr=1.0)
+    tw = torch.zeros(1, requires_grad=True)
+    topt = torch.optim.SGD([{"params": [tw]}, {"params": [torch.zeros(1, requires_grad=True)], "lr": 0.3}], lr=1.0)
+    ours = getattr(dg.optim.lr_scheduler, kind)(opt, **kwargs)
+    theirs = getattr(torch.optim.lr_scheduler, kind)(topt, **kwargs)
+    assert ours.get_last_lr() == theirs.get_last_lr()
+    for epoch in range(30):
+        opt.step()
+        topt.step()
+        ours.step()
+        theirs.step()
+        np.testing.assert_allclose(ours.get_last_lr(), theirs.get_last_lr(), rtol=1e-13, atol=1e-15,
+                                   err_msg=f"epoch {epoch + 1}")
+        assert [g["lr"] for g in opt.param_groups] == ours.get_last_lr()
