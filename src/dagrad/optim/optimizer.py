@@ -241,6 +241,10 @@ class Optimizer:
         """(new value of p, new state) from the parameter p, its gradient g and its state."""
         raise NotImplementedError
 
+    def _fast_update(self, group):
+        """An in-place eager update `f(value, g)` for a group whose parameters need no state, or None."""
+        return None
+
     def _optional_state(self, group):
         """State keys that may be missing (SGD's momentum buffer before the first step)."""
         return set()
@@ -286,15 +290,23 @@ class Optimizer:
 
             with enable_grad():
                 loss = closure()
+        all_state = self.state
         for group in self.param_groups:
+            fast = self._fast_update(group)
             for p in group["params"]:
-                if p.grad is None:
+                grad = p.grad
+                if grad is None:
                     continue
-                value = p.value
-                g = np.asarray(p.grad.numpy(), dtype=value.dtype)
-                state = self.state.get(p)
+                value = p._value
+                g = grad.numpy()
+                if g.dtype != value.dtype:
+                    g = g.astype(value.dtype)
+                if fast is not None:
+                    fast(value, g)
+                    continue
+                state = all_state.get(p)
                 if state is None:
-                    state = self.state[p] = self._init_state(value, group)
+                    state = all_state[p] = self._init_state(value, group)
                 new_value, new_state = self._update(value, g, state, group, _NumpyOps)
                 value[...] = new_value
                 for key, new in new_state.items():

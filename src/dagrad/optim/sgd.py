@@ -61,6 +61,16 @@ class SGD(Optimizer):
             entry = {}  # no step yet: no buffer, as in PyTorch
         return super()._export_state(entry, group)
 
+    def _fast_update(self, group):
+        if group["momentum"] != 0 or group["weight_decay"] != 0 or group["maximize"]:
+            return None
+        lr = group["lr"]
+
+        def update(value, g):  # p - lr * g rounds as torch's p + (-lr) * g
+            value -= lr * g
+
+        return update
+
     def _update(self, p, g, state, group, ops):
         neg_lr = ops.scalar(-group["lr"], p.dtype)
         if group["maximize"]:
