@@ -38,6 +38,8 @@ from .ops.elementwise import stop_gradient
 from .ops.shape import getitem, index_add
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
+from . import nn
+from .io import load, save
 from . import optim
 
 __version__ = "0.1.0"

@@ -1,0 +1,472 @@
+"""`dg.nn.functional`: layers and losses as functions, in dagrad's own ops.
+
+Everything here is a composite of dagrad operations (plus two linear window primitives,
+`Im2Col` and its adjoint `Col2Im`, written as `dg.Function`s that differentiate each
+other), so it works eagerly and under every transform at any order. `linear`, the
+activations and the losses also work in static graphs and `dg.compile`.
+
+>>> import dagrad as dg, numpy as np
+>>> import dagrad.nn.functional as F
+>>> logits = dg.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
+>>> loss = F.cross_entropy(logits, np.array([0]))
+>>> round(loss.item(), 4)
+0.2413
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .._core.errors import user_line
+from .._core.shapes import dtype_of, shape_of
+from .._core.tensor import Tensor
+from ..function import Function
+from ..ops.elementwise import astype, clip, equal, log, maximum, relu, sigmoid, sqrt, tanh, where
+from ..ops.linalg import matmul
+from ..ops.nn import log_softmax
+from ..ops.reduce import argmax, mean, sum, var
+from ..ops.shape import expand_dims, getitem, pad, reshape, transpose
+
+__all__ = [
+    "linear", "conv2d", "max_pool2d", "dropout", "layer_norm", "batch_norm", "embedding", "relu", "tanh",
+    "sigmoid", "flatten", "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy",
+]
+
+
+# -- helpers
+def _shape(x):
+    return tuple(shape_of(x))
+
+
+def _is_concrete(x):
+    """Whether x has values now (an array, number or eager/traced Tensor; not a static-graph node)."""
+    while isinstance(x, Tensor):
+        if x._symbolic:
+            return False
+        x = x._value
+    return True
+
+
+def _values(x):
+    """The plain NumPy values of x (which must be concrete)."""
+    return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+
+
+def shape_error(where, expected, actual):
+    """A ValueError naming the layer or function, the expected and actual input shape, at the user's line."""
+    return ValueError(f"{where}: expected input of shape {expected}, got {tuple(actual)} at {user_line()}")
+
+
+def _pair(v, name):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError(f"{name} must be an int or a pair, got {v!r}")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _reduce(loss, reduction, where):
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+# -- activations (dagrad's own ops)
+relu = relu
+tanh = tanh
+sigmoid = sigmoid
+
+
+def flatten(x, start_dim=1, end_dim=-1):
+    """Merges dimensions `start_dim..end_dim` into one, as `torch.flatten`.
+
+    >>> import dagrad as dg, numpy as np
+    >>> flatten(dg.tensor(np.zeros((2, 3, 4)))).shape
+    (2, 12)
+    """
+    shape = _shape(x)
+    n = len(shape)
+    s, e = start_dim % n if n else 0, end_dim % n if n else 0
+    middle = shape[s:e + 1]
+    size = None if None in middle else int(np.prod(middle, dtype=np.int64))
+    new = list(shape[:s]) + [size] + list(shape[e + 1:])
+    if new.count(None) > 1:
+        raise ValueError(f"flatten: cannot flatten shape {shape} with several unknown sizes at {user_line()}")
+    return reshape(x, tuple(-1 if k is None else k for k in new))
+
+
+def linear(x, weight, bias=None):
+    """`x @ weight.T + bias`, as `torch.nn.functional.linear`.
+
+    >>> import dagrad as dg, numpy as np
+    >>> linear(dg.tensor([[1.0, 2.0]]), dg.tensor([[1.0, 1.0], [0.0, 1.0]]), dg.tensor([0.5, 0.0]))
+    tensor([[3.5, 2. ]])
+    """
+    xs, ws = _shape(x), _shape(weight)
+    if not xs or xs[-1] != ws[-1]:
+        raise shape_error("linear", f"(..., {ws[-1]})", xs)
+    out = matmul(x, transpose(weight))
+    return out if bias is None else out + bias
+
+
+# -- windows: im2col and its adjoint, differentiable at every order
+_WINDOW_OPS = {}
+
+
+def _window_ops(kh, kw, sh, sw):
+    """Im2Col for one kernel/stride: (N, C, H, W) -> (N, OH, OW, C, kh, kw), and its adjoint."""
+    key = (kh, kw, sh, sw)
+    if key in _WINDOW_OPS:
+        return _WINDOW_OPS[key]
+
+    class Im2Col(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.hw = x.shape[2:]
+            windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+            return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5))
+
+        @staticmethod
+        def backward(ctx, g):
+            return _col2im(kh, kw, sh, sw, *ctx.hw).apply(g)
+
+        @staticmethod
+        def jvp(ctx, t):
+            return Im2Col.apply(t)
+
+    _WINDOW_OPS[key] = Im2Col
+    return Im2Col
+
+
+def _col2im(kh, kw, sh, sw, h, w):
+    key = (kh, kw, sh, sw, h, w)
+    if key in _WINDOW_OPS:
+        return _WINDOW_OPS[key]
+
+    class Col2Im(Function):
+        @staticmethod
+        def forward(ctx, g):
+            n, oh, ow, c = g.shape[:4]
+            out = np.zeros((n, c, h, w), g.dtype)
+            gt = g.transpose(0, 3, 1, 2, 4, 5)  # (N, C, OH, OW, kh, kw)
+            for i in range(kh):
+                for j in range(kw):
+                    out[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] += gt[:, :, :, :, i, j]
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return _window_ops(kh, kw, sh, sw).apply(g)
+
+        @staticmethod
+        def jvp(ctx, t):
+            return Col2Im.apply(t)
+
+    _WINDOW_OPS[key] = Col2Im
+    return Col2Im
+
+
+def _windows(x, kh, kw, sh, sw, where):
+    n, c, h, w = _shape(x)
+    if h is None or w is None or h < kh or w < kw:
+        raise ValueError(f"{where}: the input's spatial size {(h, w)} (after padding) is smaller than the kernel "
+                         f"{(kh, kw)} at {user_line()}")
+    return _window_ops(kh, kw, sh, sw).apply(x)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0):
+    """2-d convolution (cross-correlation, as `torch.nn.functional.conv2d`) of x (N, C, H, W)
+    with weight (O, C, kh, kw): im2col by stride tricks, then one matrix product.
+
+    >>> import dagrad as dg, numpy as np
+    >>> x = dg.tensor(np.arange(16.0).reshape(1, 1, 4, 4))
+    >>> conv2d(x, dg.tensor(np.ones((1, 1, 2, 2))), stride=2)
+    tensor([[[[10., 18.],
+              [42., 50.]]]])
+    """
+    xs, ws = _shape(x), _shape(weight)
+    if len(ws) != 4:
+        raise ValueError(f"conv2d: weight must have shape (out_channels, in_channels, kh, kw), got {ws}")
+    o, c, kh, kw = ws
+    if len(xs) != 4 or xs[1] != c:
+        raise shape_error("conv2d", f"(N, {c}, H, W)", xs)
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    if ph or pw:
+        x = pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    cols = _windows(x, kh, kw, sh, sw, "conv2d")  # (N, OH, OW, C, kh, kw)
+    oh, ow = _shape(cols)[1:3]
+    n = xs[0]
+    out = matmul(reshape(cols, (-1, c * kh * kw)), transpose(reshape(weight, (o, c * kh * kw))))
+    out = transpose(reshape(out, (-1 if n is None else n, oh, ow, o)), (0, 3, 1, 2))
+    if bias is not None:
+        out = out + reshape(bias, (o, 1, 1))
+    return out
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    """Max over windows of x (N, C, H, W), as `torch.nn.functional.max_pool2d`: the gradient goes
+    to the first maximum of each window (PyTorch's choice), padding is -inf.
+
+    >>> import dagrad as dg, numpy as np
+    >>> max_pool2d(dg.tensor(np.arange(16.0).reshape(1, 1, 4, 4)), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    xs = _shape(x)
+    if len(xs) != 4:
+        raise shape_error("max_pool2d", "(N, C, H, W)", xs)
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = _pair(kernel_size if stride is None else stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    if ph or pw:
+        x = pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=-np.inf)
+    windows = _windows(x, kh, kw, sh, sw, "max_pool2d")  # (N, OH, OW, C, kh, kw)
+    return _pool_max(windows, xs[1], kh * kw)
+
+
+def _pool_max(windows, c, k):
+    shape = _shape(windows)
+    windows = reshape(windows, tuple(-1 if n is None else n for n in shape[:3]) + (c, k))
+    first = equal(expand_dims(argmax(windows, axis=-1), -1), np.arange(k))  # one-hot of the first maximum
+    out = sum(where(first, windows, 0.0), axis=-1)  # (N, OH, OW, C); where, not *: padding is -inf
+    return transpose(out, (0, 3, 1, 2))
+
+
+def dropout(x, p=0.5, training=True, generator=None):
+    """Zeroes each entry with probability p and scales the rest by 1/(1-p) (identity when not
+    training). `generator` is an `np.random.Generator`; by default `dg.nn.init`'s seedable one.
+
+    >>> import dagrad as dg, numpy as np
+    >>> dropout(dg.tensor(np.ones(4)), 0.5, generator=np.random.default_rng(0))
+    tensor([2., 0., 0., 0.])
+    """
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return x
+    if not _is_concrete(x) or None in _shape(x):
+        raise NotImplementedError(f"dropout in training mode needs concrete values (eager or transforms), not a "
+                                  f"static graph node; call it with training=False there (at {user_line()})")
+    from .init import _generator
+
+    gen = _generator(generator)
+    dtype = dtype_of(x)
+    if p == 1:
+        return x * np.zeros(_shape(x), dtype)
+    keep = gen.random(_shape(x)) >= p
+    return x * (keep / (1.0 - p)).astype(dtype)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the trailing `normalized_shape` dims (biased variance), then scales and shifts.
+
+    >>> import dagrad as dg
+    >>> layer_norm(dg.tensor([[1.0, 2.0, 3.0]]), (3,))
+    tensor([[-1.22473569,  0.        ,  1.22473569]])
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    xs = _shape(x)
+    k = len(normalized_shape)
+    if k == 0 or len(xs) < k or xs[len(xs) - k:] != normalized_shape:
+        raise shape_error("layer_norm", "(*, " + ", ".join(map(str, normalized_shape)) + ")", xs)
+    axes = tuple(range(len(xs) - k, len(xs)))
+    mu = mean(x, axis=axes, keepdims=True)
+    out = (x - mu) / sqrt(var(x, axis=axes, keepdims=True) + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Batch normalisation of x (N, C) or (N, C, L), as `torch.nn.functional.batch_norm`.
+
+    Training: normalises with the batch's mean and biased variance and, when running stats
+    are given, updates them in place (`running = (1 - momentum) * running + momentum * batch`,
+    with the unbiased variance). Otherwise normalises with the running stats.
+
+    >>> import dagrad as dg, numpy as np
+    >>> rm, rv = np.zeros(2), np.ones(2)
+    >>> y = batch_norm(dg.tensor([[1.0, 2.0], [3.0, 6.0]]), rm, rv, training=True)
+    >>> rm
+    array([0.2, 0.4])
+    """
+    xs = _shape(x)
+    if len(xs) not in (2, 3):
+        raise shape_error("batch_norm", "(N, C) or (N, C, L)", xs)
+    axes = (0,) if len(xs) == 2 else (0, 2)
+    stat_shape = (1, xs[1]) if len(xs) == 2 else (1, xs[1], 1)
+    if training:
+        count = int(np.prod([xs[a] for a in axes])) if None not in xs else None
+        if count == 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input of shape "
+                             f"{xs} at {user_line()}")
+        mu = mean(x, axis=axes, keepdims=True)
+        v = var(x, axis=axes, keepdims=True)
+        if running_mean is not None or running_var is not None:
+            if not _is_concrete(x):
+                raise NotImplementedError(f"batch_norm: updating running statistics needs concrete values (eager "
+                                          f"or transforms), not a static graph node (at {user_line()})")
+            m = momentum
+            if running_mean is not None:
+                target = running_mean.value if isinstance(running_mean, Tensor) else running_mean
+                target *= 1 - m
+                target += m * _values(mu).reshape(-1)
+            if running_var is not None:
+                target = running_var.value if isinstance(running_var, Tensor) else running_var
+                target *= 1 - m
+                target += m * _values(v).reshape(-1) * (count / (count - 1))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: evaluation mode needs running_mean and running_var")
+        mu = reshape(running_mean, stat_shape)
+        v = reshape(running_var, stat_shape)
+    out = (x - mu) / sqrt(v + eps)
+    if weight is not None:
+        out = out * reshape(weight, stat_shape)
+    if bias is not None:
+        out = out + reshape(bias, stat_shape)
+    return out
+
+
+def embedding(indices, weight):
+    """Rows of `weight` (num_embeddings, dim) picked by integer `indices` of any shape.
+
+    >>> import dagrad as dg, numpy as np
+    >>> embedding(np.array([2, 0]), dg.tensor(np.arange(6.0).reshape(3, 2)))
+    tensor([[4., 5.],
+            [0., 1.]])
+    """
+    if not _is_concrete(indices):
+        raise NotImplementedError(f"embedding: indices must be concrete (an array or eager tensor) at {user_line()}")
+    idx = _values(indices)
+    n = _shape(weight)[0]
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype} at {user_line()}")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"embedding: indices must be in [0, {n - 1}], got values from {idx.min()} to {idx.max()} "
+                         f"at {user_line()}")
+    return getitem(weight, idx)
+
+
+# -- losses
+def _class_targets(target, n_classes, where):
+    """Integer targets as a concrete array checked to be in range, or None when symbolic."""
+    if not _is_concrete(target):
+        return None
+    t = _values(target)
+    if t.dtype.kind not in "iu":
+        raise TypeError(f"{where}: class-index targets must be integers, got dtype {t.dtype} at {user_line()}")
+    if t.size and (t.min() < 0 or t.max() >= n_classes):
+        bad = t[(t < 0) | (t >= n_classes)]
+        raise IndexError(f"{where}: target labels must be class indices in [0, {n_classes - 1}] (the input has "
+                         f"{n_classes} classes), got {bad.ravel()[0]} at {user_line()}")
+    return t
+
+
+def _pick(logp, target, where):
+    """-logp[i, target[i]] for (N, C) or (C,) log-probabilities and integer targets."""
+    ls = _shape(logp)
+    c = ls[-1] if len(ls) == 1 else ls[1]
+    if len(ls) > 2:  # (N, C, d1, ...) -> (N, d1, ..., C)
+        perm = (0,) + tuple(range(2, len(ls))) + (1,)
+        logp = transpose(logp, perm)
+        ls = _shape(logp)
+    t = _class_targets(target, c, where)
+    expected = ls[:-1]
+    tshape = _shape(target)
+    if tuple(tshape) != tuple(expected) and None not in expected + tuple(tshape):
+        raise ValueError(f"{where}: target of shape {tuple(tshape)} does not match the input's batch shape "
+                         f"{tuple(expected)} (input {ls}) at {user_line()}")
+    if t is not None and None not in ls:
+        if len(ls) == 1:
+            return -getitem(logp, int(t))
+        flat = reshape(logp, (-1, c))
+        picked = getitem(flat, (np.arange(flat.shape[0]), t.reshape(-1)))
+        return -reshape(picked, ls[:-1])
+    # symbolic targets (static graphs, compile): a one-hot mask made with dagrad ops
+    one_hot = astype(equal(expand_dims(target, -1), np.arange(c)), dtype_of(logp))
+    return -sum(logp * one_hot, axis=-1)
+
+
+def nll_loss(input, target, reduction="mean"):
+    """Negative log-likelihood of integer `target` under log-probabilities `input` (N, C).
+
+    >>> import dagrad as dg, numpy as np
+    >>> nll_loss(dg.tensor(np.log([[0.5, 0.5], [0.25, 0.75]])), np.array([0, 1])).item()  # doctest: +ELLIPSIS
+    0.490...
+    """
+    return _reduce(_pick(input, target, "nll_loss"), reduction, "nll_loss")
+
+
+def cross_entropy(input, target, reduction="mean"):
+    """Softmax cross-entropy of logits `input` (N, C) (or (C,), or (N, C, d...)) against class
+    indices `target` (N,), or against class probabilities / one-hot rows of the input's shape.
+
+    Computed through `log_softmax`, so large logits stay finite. Labels outside [0, C-1]
+    raise an IndexError that names the range. In a static graph the target may be an
+    integer placeholder (a one-hot mask is built with dagrad ops).
+
+    >>> import dagrad as dg, numpy as np
+    >>> x = dg.tensor([[1000.0, 0.0], [0.0, 0.0]], requires_grad=True)
+    >>> loss = cross_entropy(x, np.array([0, 1]))
+    >>> loss.backward()
+    >>> round(loss.item(), 4), x.grad.numpy().round(3).tolist()
+    (0.3466, [[0.0, 0.0], [0.25, -0.25]])
+    """
+    xs = _shape(input)
+    axis = -1 if len(xs) == 1 else 1
+    logp = log_softmax(input, axis=axis)
+    if dtype_of(target).kind == "f":  # probabilities
+        if _shape(target) != xs:
+            raise ValueError(f"cross_entropy: probability targets must have the input's shape {xs}, got "
+                             f"{_shape(target)} at {user_line()}")
+        return _reduce(-sum(logp * target, axis=axis), reduction, "cross_entropy")
+    return _reduce(_pick(logp, target, "cross_entropy"), reduction, "cross_entropy")
+
+
+def mse_loss(input, target, reduction="mean"):
+    """Mean (or summed) squared error.
+
+    >>> import dagrad as dg
+    >>> mse_loss(dg.tensor([1.0, 2.0]), dg.tensor([0.0, 0.0]))
+    tensor(2.5)
+    """
+    if None not in _shape(input) + _shape(target) and _shape(input) != _shape(target):
+        raise ValueError(f"mse_loss: input shape {_shape(input)} and target shape {_shape(target)} differ "
+                         f"at {user_line()}")
+    d = input - target
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-(t log p + (1 - t) log(1 - p)) for probabilities `input`; each log is clamped at -100, as PyTorch.
+
+    >>> import dagrad as dg
+    >>> round(binary_cross_entropy(dg.tensor([0.9, 0.2]), dg.tensor([1.0, 0.0])).item(), 4)
+    0.1643
+    """
+    if None not in _shape(input) + _shape(target) and _shape(input) != _shape(target):
+        raise ValueError(f"binary_cross_entropy: input shape {_shape(input)} and target shape {_shape(target)} "
+                         f"differ at {user_line()}")
+    if _is_concrete(input):
+        v = _values(input)
+        if v.size and (v.min() < 0 or v.max() > 1):
+            raise ValueError(f"binary_cross_entropy: input must be probabilities in [0, 1], got values from "
+                             f"{v.min()} to {v.max()} at {user_line()}")
+    log_p = maximum(log(clip(input, 0.0, 1.0)), -100.0)
+    log_q = maximum(log(1.0 - clip(input, 0.0, 1.0)), -100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+

@@ -1,0 +1,355 @@
+"""The layers of `dg.nn`, with PyTorch's default initialisations.
+
+Layers hold float64 parameters unless given `dtype=`. Each checks its input's shape and
+names itself, the expected and the actual shape at the user's line when it is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core.tensor import Tensor
+from . import functional as F
+from . import init
+from .module import Module, Parameter
+
+__all__ = [
+    "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding", "Sequential", "ReLU",
+    "Tanh", "Sigmoid", "Flatten",
+]
+
+
+def _shape(x):
+    return tuple(getattr(x, "shape", np.shape(x)))
+
+
+def _empty(shape, dtype):
+    return Parameter(np.zeros(shape, dtype=dtype or np.float64))
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias; weight (out_features, in_features) from kaiming_uniform(a=sqrt(5)),
+    bias from U(-1/sqrt(in_features), 1/sqrt(in_features)), as PyTorch.
+
+    >>> import dagrad as dg
+    >>> layer = dg.nn.Linear(3, 2)
+    >>> layer
+    Linear(in_features=3, out_features=2, bias=True)
+    >>> layer(dg.tensor([[1.0, 2.0, 3.0]])).shape
+    (1, 2)
+    >>> layer(dg.tensor([[1.0, 2.0]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: Linear(in_features=3, out_features=2, bias=True): expected input of shape (..., 3), got (1, 2) at ...
+    """
+
+    def __init__(self, in_features, out_features, bias=True, dtype=None, generator=None):
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = _empty((self.out_features, self.in_features), dtype)
+        self.bias = _empty((self.out_features,), dtype) if bias else None
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=generator)
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            init.uniform_(self.bias, -bound, bound, generator)
+
+    def forward(self, x):
+        xs = _shape(x)
+        if not xs or xs[-1] != self.in_features:
+            raise F.shape_error(repr(self), f"(..., {self.in_features})", xs)
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Conv2d(Module):
+    """2-d convolution of (N, C_in, H, W) inputs; weight (C_out, C_in, kh, kw) and bias initialised as PyTorch's.
+
+    >>> import dagrad as dg, numpy as np
+    >>> conv = dg.nn.Conv2d(1, 4, 3, padding=1)
+    >>> conv
+    Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+    >>> conv(dg.tensor(np.zeros((2, 1, 8, 8)))).shape
+    (2, 4, 8, 8)
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, dtype=None,
+                 generator=None):
+        super().__init__()
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size = F._pair(kernel_size, "kernel_size")
+        self.stride = F._pair(stride, "stride")
+        self.padding = F._pair(padding, "padding")
+        self.weight = _empty((self.out_channels, self.in_channels) + self.kernel_size, dtype)
+        self.bias = _empty((self.out_channels,), dtype) if bias else None
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=generator)
+        if self.bias is not None:
+            fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound, generator)
+
+    def forward(self, x):
+        xs = _shape(x)
+        if len(xs) != 4 or xs[1] != self.in_channels:
+            raise F.shape_error(repr(self), f"(N, {self.in_channels}, H, W)", xs)
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+
+    def extra_repr(self):
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+        return text + ("" if self.bias is not None else ", bias=False")
+
+
+class MaxPool2d(Module):
+    """Max pooling of (N, C, H, W) inputs (stride defaults to the kernel size).
+
+    >>> import dagrad as dg, numpy as np
+    >>> dg.nn.MaxPool2d(2)(dg.tensor(np.zeros((1, 3, 8, 8)))).shape
+    (1, 3, 4, 4)
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+
+    def forward(self, x):
+        xs = _shape(x)
+        if len(xs) != 4:
+            raise F.shape_error(repr(self), "(N, C, H, W)", xs)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class Dropout(Module):
+    """Zeroes entries with probability p while training (scaling the rest by 1/(1-p)); identity in eval.
+
+    >>> import dagrad as dg, numpy as np
+    >>> drop = dg.nn.Dropout(0.5, generator=np.random.default_rng(0))
+    >>> drop(dg.tensor(np.ones(4)))
+    tensor([2., 0., 0., 0.])
+    >>> drop.eval()(dg.tensor(np.ones(4)))
+    tensor([1., 1., 1., 1.])
+    """
+
+    def __init__(self, p=0.5, generator=None):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+        self.generator = generator
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training, self.generator)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class LayerNorm(Module):
+    """Normalises over the trailing `normalized_shape` dims; weight ones, bias zeros.
+
+    >>> import dagrad as dg
+    >>> dg.nn.LayerNorm(3)
+    LayerNorm((3,), eps=1e-05, elementwise_affine=True)
+    """
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype or np.float64))
+            self.bias = Parameter(np.zeros(self.normalized_shape, dtype or np.float64))
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, x):
+        xs = _shape(x)
+        k = len(self.normalized_shape)
+        if len(xs) < k or tuple(xs[len(xs) - k:]) != self.normalized_shape:
+            raise F.shape_error(repr(self), "(*, " + ", ".join(map(str, self.normalized_shape)) + ")", xs)
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class BatchNorm1d(Module):
+    """Batch normalisation of (N, C) or (N, C, L) inputs, as PyTorch's: batch statistics and a
+    running-average update (momentum 0.1, unbiased variance) in training, running statistics in
+    eval. Buffers: running_mean (zeros), running_var (ones), num_batches_tracked.
+
+    >>> import dagrad as dg, numpy as np
+    >>> bn = dg.nn.BatchNorm1d(2)
+    >>> y = bn(dg.tensor([[1.0, 2.0], [3.0, 6.0]]))
+    >>> bn.running_mean, int(bn.num_batches_tracked.item())
+    (tensor([0.2, 0.4]), 1)
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
+        super().__init__()
+        self.num_features = int(num_features)
+        self.eps, self.momentum = eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        dt = dtype or np.float64
+        if affine:
+            self.weight = Parameter(np.ones(self.num_features, dt))
+            self.bias = Parameter(np.zeros(self.num_features, dt))
+        else:
+            self.weight = self.bias = None
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(self.num_features, dt)))
+            self.register_buffer("running_var", Tensor(np.ones(self.num_features, dt)))
+            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def forward(self, x):
+        xs = _shape(x)
+        if len(xs) not in (2, 3) or xs[1] != self.num_features:
+            raise F.shape_error(repr(self), f"(N, {self.num_features}) or (N, {self.num_features}, L)", xs)
+        use_batch = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.value[...] += 1
+        return F.batch_norm(x, self.running_mean if self.track_running_stats else None,
+                            self.running_var if self.track_running_stats else None, self.weight, self.bias,
+                            use_batch, self.momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class Embedding(Module):
+    """A lookup table of `num_embeddings` vectors of size `embedding_dim`, initialised N(0, 1).
+
+    >>> import dagrad as dg, numpy as np
+    >>> dg.nn.Embedding(10, 3)(np.array([[1, 2], [3, 4]])).shape
+    (2, 2, 3)
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, dtype=None, generator=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.weight = _empty((self.num_embeddings, self.embedding_dim), dtype)
+        init.normal_(self.weight, generator=generator)
+
+    def forward(self, indices):
+        return F.embedding(indices, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Sequential(Module):
+    """Modules applied in order; indexable, iterable, sized.
+
+    >>> import dagrad as dg
+    >>> model = dg.nn.Sequential(dg.nn.Linear(4, 8), dg.nn.ReLU(), dg.nn.Linear(8, 2))
+    >>> print(model)
+    Sequential(
+      (0): Linear(in_features=4, out_features=8, bias=True)
+      (1): ReLU()
+      (2): Linear(in_features=8, out_features=2, bias=True)
+    )
+    >>> len(model), type(model[1]).__name__
+    (3, 'ReLU')
+    """
+
+    def __init__(self, *modules):
+        super().__init__()
+        for k, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"Sequential: argument {k} is a {type(m).__name__}, not a dg.nn.Module")
+            setattr(self, str(k), m)
+
+    def append(self, module):
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, k):
+        items = list(self._modules.values())
+        if isinstance(k, slice):
+            return Sequential(*items[k])
+        return items[k]
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ReLU(Module):
+    """max(x, 0) elementwise.
+
+    >>> import dagrad as dg
+    >>> dg.nn.ReLU()(dg.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
+
+    def forward(self, x):
+        return F.relu(x)
+
+
+class Tanh(Module):
+    """tanh elementwise.
+
+    >>> import dagrad as dg
+    >>> dg.nn.Tanh()(dg.tensor([0.0]))
+    tensor([0.])
+    """
+
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)) elementwise.
+
+    >>> import dagrad as dg
+    >>> dg.nn.Sigmoid()(dg.tensor([0.0]))
+    tensor([0.5])
+    """
+
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Flatten(Module):
+    """Merges dims start_dim..end_dim (default: all but the batch dim).
+
+    >>> import dagrad as dg, numpy as np
+    >>> dg.nn.Flatten()(dg.tensor(np.zeros((2, 3, 4)))).shape
+    (2, 12)
+    """
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return F.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

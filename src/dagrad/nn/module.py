@@ -1,0 +1,316 @@
+"""`Module` and `Parameter`: the containers of `dg.nn`, as in PyTorch.
+
+A Module registers, by attribute assignment, its Parameters, its sub-Modules and its
+buffers (`register_buffer`: state that is saved but not trained, such as BatchNorm's
+running statistics). Module trees are walked with an explicit stack, in registration order.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .._core.errors import user_line
+from .._core.tensor import Tensor, _as_array, _check_differentiable_dtype
+
+__all__ = ["Module", "Parameter"]
+
+
+class Parameter(Tensor):
+    """A leaf Tensor that a Module registers as trainable (`requires_grad=True` by default).
+
+    The data is copied. Optimisers update it in place through `p.value[...] = ...`.
+
+    >>> import dagrad as dg
+    >>> p = dg.nn.Parameter([1.0, 2.0])
+    >>> p
+    Parameter(tensor([1., 2.], requires_grad=True))
+    >>> isinstance(p, dg.Tensor), p.requires_grad, p.is_leaf
+    (True, True, True)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data, requires_grad=True):
+        value = _as_array(data, None, "dg.nn.Parameter")
+        if requires_grad:
+            _check_differentiable_dtype(value.dtype, "dg.nn.Parameter")
+        super().__init__(value, requires_grad=requires_grad)
+
+    def __repr__(self):
+        return "Parameter(" + super().__repr__() + ")"
+
+
+class Module:
+    """Base class of layers and models: subclass it, assign parameters and layers in
+    `__init__`, and write `forward`. Calling the module calls `forward`.
+
+    >>> import dagrad as dg
+    >>> class TwoLayer(dg.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.hidden = dg.nn.Linear(3, 4)
+    ...         self.out = dg.nn.Linear(4, 2)
+    ...     def forward(self, x):
+    ...         return self.out(dg.tanh(self.hidden(x)))
+    >>> model = TwoLayer()
+    >>> [name for name, _ in model.named_parameters()]
+    ['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+    >>> model(dg.tensor([[1.0, 2.0, 3.0]])).shape
+    (1, 2)
+    """
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # -- registration
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"{type(self).__name__}: call super().__init__() before assigning attributes (at {user_line()})"
+            )
+        params, modules, buffers = self._parameters, self._modules, self._buffers
+        for table in (params, modules, buffers):
+            table.pop(name, None)
+        if isinstance(value, Parameter):
+            params[name] = value
+        elif isinstance(value, Module):
+            modules[name] = value
+        elif name in buffers or (value is None and name in params):
+            pass
+        else:
+            object.__setattr__(self, name, value)
+            return
+        self.__dict__.pop(name, None)
+        if isinstance(value, (Parameter, Module)):
+            return
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):  # only called when normal lookup fails
+        d = self.__dict__
+        for table in ("_parameters", "_modules", "_buffers"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name):
+        for table in (self._parameters, self._modules, self._buffers):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name, param):
+        """Registers `param` (a Parameter, or None for an absent one such as `bias=False`)."""
+        if param is None:
+            self._parameters.pop(name, None)
+            object.__setattr__(self, name, None)
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be a dg.nn.Parameter, got {type(param).__name__}")
+        setattr(self, name, param)
+
+    def register_buffer(self, name, value):
+        """Registers state that is saved in `state_dict` but not trained (a Tensor or array).
+
+        >>> import dagrad as dg, numpy as np
+        >>> m = dg.nn.Module()
+        >>> m.register_buffer("count", dg.tensor(0))
+        >>> list(m.state_dict())
+        ['count']
+        """
+        if not isinstance(value, Tensor) and value is not None:
+            value = Tensor(value)
+        self.__dict__.pop(name, None)
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        self._buffers[name] = value
+
+    def __setstate__(self, state):  # pragma: no cover - modules are not pickled by dagrad
+        self.__dict__.update(state)
+
+    # -- walking the tree (iteratively, in registration order)
+    def named_modules(self, prefix=""):
+        """(dotted name, module) for this module and every descendant, each once, depth first."""
+        seen = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(f"{name}.{k}" if name else k, m) for k, m in module._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        """This module and every descendant, each once."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        """(name, module) for the direct sub-modules."""
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self):
+        """The direct sub-modules."""
+        for _, m in self.named_children():
+            yield m
+
+    def named_parameters(self, prefix="", recurse=True):
+        """(dotted name, Parameter) in registration order, each Parameter once.
+
+        >>> import dagrad as dg
+        >>> [(n, p.shape) for n, p in dg.nn.Linear(2, 3).named_parameters()]
+        [('weight', (3, 2)), ('bias', (3,))]
+        """
+        seen = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mname, module in modules:
+            for name, p in module._parameters.items():
+                if p is None or id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{mname}.{name}" if mname else name), p
+
+    def parameters(self, recurse=True):
+        """The Parameters in registration order (what an optimiser takes)."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True):
+        """(dotted name, buffer Tensor)."""
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mname, module in modules:
+            for name, b in module._buffers.items():
+                if b is not None:
+                    yield (f"{mname}.{name}" if mname else name), b
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # -- training helpers
+    def zero_grad(self, set_to_none=True):
+        """Clears every parameter's `.grad` (to None by default, as PyTorch)."""
+        for p in self.parameters():
+            p.zero_grad(set_to_none=set_to_none)
+
+    def train(self, mode=True):
+        """Sets training mode (Dropout drops, BatchNorm uses batch statistics) on every module."""
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self):
+        """Sets evaluation mode: `train(False)`."""
+        return self.train(False)
+
+    def requires_grad_(self, flag=True):
+        for p in self.parameters():
+            p.requires_grad = flag
+        return self
+
+    # -- calling
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- saving and loading
+    def state_dict(self):
+        """An ordered dict of dotted names to NumPy copies of the parameters and buffers.
+
+        >>> import dagrad as dg
+        >>> sd = dg.nn.Linear(2, 1).state_dict()
+        >>> {k: v.shape for k, v in sd.items()}
+        {'weight': (1, 2), 'bias': (1,)}
+        """
+        out = OrderedDict()
+        for mname, module in self.named_modules():
+            for table in (module._parameters, module._buffers):
+                for name, t in table.items():
+                    if t is not None:
+                        out[f"{mname}.{name}" if mname else name] = np.array(t.numpy(), copy=True)
+        return out
+
+    def _state_entries(self):
+        entries = OrderedDict()
+        for mname, module in self.named_modules():
+            for kind, table in (("parameter", module._parameters), ("buffer", module._buffers)):
+                for name, t in table.items():
+                    if t is not None:
+                        entries[f"{mname}.{name}" if mname else name] = (module, kind, name, t)
+        return entries
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copies values from `state_dict` into the parameters and buffers (in place).
+
+        Everything is checked first, so on an error (missing or unexpected keys with
+        `strict=True`, a shape mismatch, a non-numeric value) the model is unchanged.
+        Returns `(missing_keys, unexpected_keys)`.
+
+        >>> import dagrad as dg
+        >>> a, b = dg.nn.Linear(2, 2), dg.nn.Linear(2, 2)
+        >>> b.load_state_dict(a.state_dict())
+        ([], [])
+        >>> bool((a.weight.numpy() == b.weight.numpy()).all())
+        True
+        """
+        entries = self._state_entries()
+        name = type(self).__name__
+        missing = [k for k in entries if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in entries]
+        problems = []
+        if strict and missing:
+            problems.append(f"missing keys: {', '.join(missing)}")
+        if strict and unexpected:
+            problems.append(f"unexpected keys: {', '.join(map(str, unexpected))}")
+        arrays = {}
+        for key, (_, _, _, t) in entries.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            try:
+                arr = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+            except Exception as err:  # noqa: BLE001 - reported below with the key
+                problems.append(f"{key}: cannot be read as an array ({err})")
+                continue
+            if arr.dtype.kind not in "biuf":
+                problems.append(f"{key}: expected numeric data, got dtype {arr.dtype}")
+            elif arr.shape != t.shape:
+                problems.append(f"{key}: shape mismatch, the model has {tuple(t.shape)}, the state dict {arr.shape}")
+            else:
+                arrays[key] = arr
+        if problems:
+            raise RuntimeError(f"{name}.load_state_dict: " + "; ".join(problems)
+                               + f" (nothing was loaded) at {user_line()}")
+        for key, arr in arrays.items():
+            t = entries[key][3]
+            t._value[...] = arr.astype(t.dtype, copy=False)
+        return missing, unexpected
+
+    # -- printing
+    def extra_repr(self):
+        """The text inside this module's parentheses in its repr (override in layers)."""
+        return ""
+
+    def __repr__(self):
+        lines = []
+        for name, m in self._modules.items():
+            child = repr(m).split("\n")
+            lines.append(f"({name}): " + "\n  ".join(child))
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"

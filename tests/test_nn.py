@@ -1,0 +1,447 @@
+"""dg.nn: modules, layers, functional, init; gradchecks; and an oracle tier against PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dagrad as dg
+import dagrad.nn.functional as F
+from dagrad import nn
+
+RNG = np.random.default_rng(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, padding=1)
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 5), nn.Tanh())
+        self.bn = nn.BatchNorm1d(5)
+        self.head = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.head(self.bn(self.body(self.conv(x))))
+
+
+# -- modules
+def test_registration_order_and_names():
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == ["conv.weight", "conv.bias", "body.1.weight", "body.1.bias", "bn.weight", "bn.bias",
+                     "head.weight", "head.bias"]
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad and p.is_leaf for p in net.parameters())
+    assert [n for n, _ in net.named_children()] == ["conv", "body", "bn", "head"]
+    assert len(list(net.modules())) == 8
+    assert [n for n, _ in net.named_buffers()] == ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    assert list(net.state_dict())[:2] == ["conv.weight", "conv.bias"]
+    assert "bn.running_var" in net.state_dict()
+
+
+def test_shared_parameters_are_listed_once_and_reassignment_replaces():
+    m = nn.Module()
+    m.a = nn.Linear(2, 2)
+    m.b = m.a
+    assert len(list(m.parameters())) == 2
+    m.a = nn.Parameter(np.zeros(3))
+    assert [n for n, _ in m.named_parameters()] == ["a", "b.weight", "b.bias"]
+    m.a = 5  # a plain attribute replaces the parameter
+    assert [n for n, _ in m.named_parameters()] == ["b.weight", "b.bias"] and m.a == 5
+
+
+def test_module_without_super_init_is_a_clear_error():
+    class Bad(nn.Module):
+        def __init__(self):
+            self.w = nn.Parameter([1.0])
+
+    with pytest.raises(AttributeError, match=r"super\(\)\.__init__\(\)"):
+        Bad()
+
+
+def test_zero_grad_train_eval_and_backward():
+    net = Net()
+    x = dg.tensor(RNG.standard_normal((4, 1, 4, 4)))
+    loss = F.cross_entropy(net(x), np.array([0, 1, 2, 1]))
+    loss.backward()
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in net.parameters())
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    assert net.eval() is net and not any(m.training for m in net.modules())
+    net.train()
+    assert all(m.training for m in net.modules())
+
+
+def test_repr_is_like_pytorch():
+    text = repr(Net())
+    assert text.splitlines()[:4] == [
+        "Net(",
+        "  (conv): Conv2d(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))",
+        "  (body): Sequential(",
+        "    (0): Flatten(start_dim=1, end_dim=-1)",
+    ]
+    assert text.endswith("  (head): Linear(in_features=5, out_features=3, bias=True)\n)")
+
+
+def test_state_dict_round_trip_and_copies():
+    a, b = Net(), Net()
+    sd = a.state_dict()
+    sd["head.bias"][...] = 7.0  # a copy: the model is untouched
+    assert not (a.head.bias.numpy() == 7.0).any()
+    weight = b.head.weight
+    assert b.load_state_dict(a.state_dict()) == ([], [])
+    assert b.head.weight is weight  # loaded in place: optimisers keep their references
+    for (k, va), (_, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        np.testing.assert_array_equal(va, vb, err_msg=k)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda sd: sd.pop("head.bias"), "missing keys: head.bias"),
+    (lambda sd: sd.__setitem__("extra.w", np.zeros(2)), "unexpected keys: extra.w"),
+    (lambda sd: sd.__setitem__("head.weight", np.zeros((4, 5))), r"head.weight: shape mismatch.*\(3, 5\).*\(4, 5\)"),
+])
+def test_load_state_dict_errors_leave_the_model_unchanged(change, message):
+    model, other = Net(), Net()
+    before = model.state_dict()
+    sd = other.state_dict()
+    change(sd)
+    with pytest.raises(RuntimeError, match=message) as info:
+        model.load_state_dict(sd)
+    assert "nothing was loaded" in str(info.value) and "test_nn.py" in str(info.value)
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+
+
+def test_load_state_dict_non_strict_reports_keys():
+    model = nn.Linear(2, 2)
+    sd = {"weight": np.ones((2, 2)), "other": np.zeros(1)}
+    assert model.load_state_dict(sd, strict=False) == (["bias"], ["other"])
+    np.testing.assert_array_equal(model.weight.numpy(), np.ones((2, 2)))
+
+
+def test_load_state_dict_of_a_different_model():
+    with pytest.raises(RuntimeError, match="missing keys: .*unexpected keys: "):
+        Net().load_state_dict(nn.Sequential(nn.Linear(2, 2)).state_dict())
+
+
+@pytest.mark.parametrize("layer, x, expected", [
+    (nn.Linear(3, 2), np.zeros((4, 5)), r"Linear\(in_features=3.*expected input of shape \(\.\.\., 3\), got \(4, 5\)"),
+    (nn.Conv2d(3, 2, 3), np.zeros((4, 1, 8, 8)), r"Conv2d\(3, 2.*expected .*\(N, 3, H, W\), got \(4, 1, 8, 8\)"),
+    (nn.MaxPool2d(2), np.zeros((4, 8)), r"MaxPool2d.*\(N, C, H, W\), got \(4, 8\)"),
+    (nn.LayerNorm(4), np.zeros((2, 3)), r"LayerNorm.*\(\*, 4\), got \(2, 3\)"),
+    (nn.BatchNorm1d(4), np.zeros((2, 3)), r"BatchNorm1d.*\(N, 4\) or \(N, 4, L\), got \(2, 3\)"),
+])
+def test_wrong_input_shape_names_layer_shapes_and_line(layer, x, expected):
+    with pytest.raises(ValueError, match=expected) as info:
+        layer(dg.tensor(x))
+    assert "test_nn.py" in str(info.value)
+
+
+def test_cross_entropy_labels_out_of_range():
+    logits = dg.tensor(np.zeros((3, 4)), requires_grad=True)
+    with pytest.raises(IndexError, match=r"class indices in \[0, 3\].*got 4.*test_nn.py"):
+        F.cross_entropy(logits, np.array([0, 4, 1]))
+    with pytest.raises(IndexError, match=r"\[0, 3\].*got -1"):
+        F.cross_entropy(logits, np.array([0, -1, 1]))
+    with pytest.raises(TypeError, match="integers"):
+        F.nll_loss(logits, np.array([0.5, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="target of shape"):
+        F.cross_entropy(logits, np.array([0, 1]))
+
+
+def test_cross_entropy_is_stable_and_takes_probabilities():
+    x = dg.tensor([[1e4, 0.0, -1e4]], requires_grad=True)
+    loss = F.cross_entropy(x, np.array([2]))
+    loss.backward()
+    assert np.isfinite(loss.item()) and loss.item() == pytest.approx(2e4)
+    assert np.isfinite(x.grad.numpy()).all()
+    logits = RNG.standard_normal((4, 3))
+    labels = np.array([0, 2, 1, 1])
+    one_hot = np.eye(3)[labels]
+    np.testing.assert_allclose(F.cross_entropy(dg.tensor(logits), one_hot).item(),
+                               F.cross_entropy(dg.tensor(logits), labels).item(), rtol=1e-12)
+
+
+def test_embedding_out_of_range():
+    with pytest.raises(IndexError, match=r"\[0, 4\]"):
+        nn.Embedding(5, 2)(np.array([1, 5]))
+
+
+def test_dropout_seeded_scaled_and_identity_in_eval():
+    x = dg.tensor(np.ones((100, 100)))
+    d = nn.Dropout(0.25, generator=np.random.default_rng(3))
+    y = d(x).numpy()
+    assert set(np.unique(y)) == {0.0, 1 / 0.75}
+    assert abs((y == 0).mean() - 0.25) < 0.02
+    np.testing.assert_array_equal(nn.Dropout(0.25, generator=np.random.default_rng(3))(x).numpy(), y)
+    assert d.eval()(x) is x
+    nn.init.manual_seed(5)
+    a = F.dropout(x).numpy()
+    nn.init.manual_seed(5)
+    np.testing.assert_array_equal(F.dropout(x).numpy(), a)
+
+
+def test_batchnorm_train_and_eval():
+    bn = nn.BatchNorm1d(3)
+    x = RNG.standard_normal((8, 3)) * 2 + 1
+    y = bn(dg.tensor(x)).numpy()
+    np.testing.assert_allclose(y.mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(0))
+    np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * x.var(0, ddof=1))
+    bn.eval()
+    z = bn(dg.tensor(x)).numpy()
+    expected = (x - bn.running_mean.numpy()) / np.sqrt(bn.running_var.numpy() + 1e-5)
+    np.testing.assert_allclose(z, expected)
+    assert int(bn.num_batches_tracked.item()) == 1
+
+
+def test_init_seeding_and_bounds():
+    nn.init.manual_seed(1)
+    a = nn.Linear(50, 40)
+    nn.init.manual_seed(1)
+    b = nn.Linear(50, 40)
+    np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
+    assert np.abs(a.weight.numpy()).max() <= 1 / np.sqrt(50)
+    assert np.abs(a.weight.numpy()).max() > 0.9 / np.sqrt(50)
+    c = nn.Conv2d(3, 4, 3, generator=np.random.default_rng(0))
+    assert np.abs(c.bias.numpy()).max() <= 1 / np.sqrt(27)
+    w = nn.init.kaiming_uniform_(dg.tensor(np.zeros((64, 32))), nonlinearity="relu", generator=np.random.default_rng(0))
+    assert np.abs(w.numpy()).max() <= np.sqrt(6 / 32)
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        nn.init.xavier_uniform_(np.zeros(3))
+    assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(np.sqrt(2 / 1.04))
+
+
+# -- gradients against central differences (first and second order, both modes)
+def test_gradcheck_conv2d():
+    x = RNG.standard_normal((2, 2, 5, 4))
+    w = RNG.standard_normal((3, 2, 3, 2))
+    b = RNG.standard_normal(3)
+    assert dg.gradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1), x, w, b)
+    assert dg.gradcheck(lambda x, w: F.conv2d(x, w, stride=2), x[:1, :, :4, :4], w[:1, :, :2], order=2)
+
+
+def test_gradcheck_max_pool2d():
+    x = RNG.permutation(72).reshape(2, 1, 6, 6) / 10.0  # distinct values: no ties
+    assert dg.gradcheck(lambda x: F.max_pool2d(x, 2), x)
+    assert dg.gradcheck(lambda x: F.max_pool2d(x, 3, stride=2, padding=1), x[:1, :, :5, :5], order=2)
+
+
+def test_gradcheck_layer_norm_batch_norm_cross_entropy():
+    x = RNG.standard_normal((4, 3))
+    w, b = RNG.standard_normal(3), RNG.standard_normal(3)
+    assert dg.gradcheck(lambda x, w, b: F.layer_norm(x, (3,), w, b), x, w, b)
+    assert dg.gradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), x, w, b)
+    assert dg.gradcheck(lambda x: F.batch_norm(x[:, :, None] * np.ones(2), None, None, training=True), x, order=2)
+    labels = np.array([0, 2, 1, 1])
+    assert dg.gradcheck(lambda x: F.cross_entropy(x, labels), x, order=2)
+    assert dg.gradcheck(lambda x: F.cross_entropy(x, labels, reduction="sum"), x)
+    p = RNG.uniform(0.1, 0.9, (5,))
+    assert dg.gradcheck(lambda p: F.binary_cross_entropy(p, np.array([0.0, 1, 1, 0, 0.5])), p)
+    assert dg.gradcheck(lambda a: F.mse_loss(a, np.ones(5)), p)
+
+
+def test_conv_second_derivative_through_backward_create_graph():
+    x = dg.tensor(RNG.standard_normal((1, 1, 4, 4)), requires_grad=True)
+    w = dg.tensor(RNG.standard_normal((2, 1, 2, 2)), requires_grad=True)
+    y = dg.sum(F.conv2d(x, w) ** 2)
+    (gx,) = [dg.grad(lambda x: dg.sum(F.conv2d(x, w) ** 2))(x)]
+    dg.sum(gx).backward()
+    assert w.grad is not None and w.grad.shape == w.shape
+    assert y.requires_grad
+
+
+# -- static graphs and compile
+def test_cross_entropy_in_a_static_graph_with_an_integer_placeholder():
+    X = RNG.standard_normal((6, 4))
+    Y = np.array([0, 1, 2, 0, 1, 2])
+    W = RNG.standard_normal((4, 3))
+    g = dg.Graph()
+    with g:
+        x = dg.placeholder(shape=(None, 4), name="x")
+        y = dg.placeholder(shape=(None,), dtype="int64", name="y")
+        w = dg.Variable(W, name="w")
+        loss = F.cross_entropy(x @ w, y)
+        (gw,) = dg.gradients(loss, [w])
+    assert loss.shape == ()
+    got, got_gw = dg.Session(g).run([loss, gw], feed_dict={x: X, y: Y})
+    wt = dg.tensor(W, requires_grad=True)
+    eager = F.cross_entropy(dg.tensor(X) @ wt, Y)
+    eager.backward()
+    np.testing.assert_allclose(got, eager.item(), rtol=1e-12)
+    np.testing.assert_allclose(got_gw, wt.grad.numpy(), rtol=1e-10)
+
+
+def test_compiled_cnn_matches_eager():
+    w = RNG.standard_normal((2, 1, 3, 3))
+    v = RNG.standard_normal((3, 8))
+
+    def f(x, w):
+        h = F.max_pool2d(F.relu(F.conv2d(x, w, padding=1)), 2)
+        return F.cross_entropy(F.flatten(h) @ v.T, np.array([0, 1]))
+
+    x = RNG.standard_normal((2, 1, 4, 4))
+    fast = dg.compile(dg.value_and_grad(f, argnums=1))
+    value, grad = fast(x, w)
+    v0, g0 = dg.value_and_grad(f, argnums=1)(x, w)
+    np.testing.assert_allclose(value, v0, rtol=1e-12)
+    np.testing.assert_allclose(grad, g0, rtol=1e-10)
+
+
+# -- the oracle tier: layers and losses against PyTorch, weights copied across
+def _torch():
+    return pytest.importorskip("torch", reason="the oracle tier needs torch (pip install -e '.[dev]')")
+
+
+def _copy_weights(module, torch_module):
+    torch = _torch()
+    with torch.no_grad():
+        for name, value in module.state_dict().items():
+            dict(torch_module.state_dict(keep_vars=True))[name].copy_(torch.tensor(value))
+
+
+def _compare(module, torch_module, x, rtol=1e-10, train=True):
+    """Same output and same gradients (input and parameters) for a random cotangent."""
+    torch = _torch()
+    _copy_weights(module, torch_module)
+    module.train(train)
+    torch_module.train(train)
+    xt = torch.tensor(x, requires_grad=x.dtype.kind == "f")
+    xd = dg.tensor(x, requires_grad=x.dtype.kind == "f")
+    out_t, out_d = torch_module(xt), module(xd)
+    np.testing.assert_allclose(out_d.numpy(), out_t.detach().numpy(), rtol=rtol, atol=1e-12)
+    u = np.random.default_rng(1).standard_normal(out_d.shape)
+    out_t.backward(torch.tensor(u))
+    out_d.backward(u)
+    if x.dtype.kind == "f":
+        np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=rtol, atol=1e-12)
+    tparams = dict(torch_module.named_parameters())
+    for name, p in module.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), tparams[name].grad.numpy(), rtol=rtol, atol=1e-12, err_msg=name)
+    for name, b in torch_module.named_buffers():
+        np.testing.assert_allclose(module.state_dict()[name], b.numpy(), rtol=rtol, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("stride, padding", [(1, 0), (2, 1), ((1, 2), (2, 0))])
+def test_oracle_conv2d(stride, padding):
+    torch = _torch()
+    conv = nn.Conv2d(3, 4, (3, 2), stride=stride, padding=padding)
+    ref = torch.nn.Conv2d(3, 4, (3, 2), stride=stride, padding=padding).double()
+    _compare(conv, ref, RNG.standard_normal((2, 3, 7, 6)))
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kernel, stride, padding", [(2, None, 0), (3, 2, 1), (2, 1, 0)])
+def test_oracle_max_pool2d(kernel, stride, padding):
+    torch = _torch()
+    x = RNG.permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) / 7.0
+    _compare(nn.MaxPool2d(kernel, stride, padding), torch.nn.MaxPool2d(kernel, stride, padding), x)
+
+
+@pytest.mark.oracle
+def test_oracle_max_pool2d_ties_go_to_the_first_maximum():
+    torch = _torch()
+    x = np.zeros((1, 1, 4, 4))
+    x[0, 0, 1, 1] = x[0, 0, 0, 1] = 1.0
+    _compare(nn.MaxPool2d(2), torch.nn.MaxPool2d(2), x)
+
+
+@pytest.mark.oracle
+def test_oracle_linear_layernorm_embedding():
+    torch = _torch()
+    _compare(nn.Linear(5, 3), torch.nn.Linear(5, 3).double(), RNG.standard_normal((4, 5)))
+    _compare(nn.Linear(5, 3, bias=False), torch.nn.Linear(5, 3, bias=False).double(), RNG.standard_normal((2, 4, 5)))
+    ln, ref = nn.LayerNorm((3, 4)), torch.nn.LayerNorm((3, 4)).double()
+    ln.weight.value[...] = RNG.standard_normal((3, 4))
+    ln.bias.value[...] = RNG.standard_normal((3, 4))
+    _compare(ln, ref, RNG.standard_normal((2, 3, 4)))
+    _compare(nn.Embedding(6, 3), torch.nn.Embedding(6, 3).double(), np.array([[0, 5, 2], [2, 2, 1]]))
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5)])
+def test_oracle_batchnorm1d(shape):
+    torch = _torch()
+    bn, ref = nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3).double()
+    bn.weight.value[...] = RNG.standard_normal(3)
+    bn.bias.value[...] = RNG.standard_normal(3)
+    x = RNG.standard_normal(shape) * 3 + 2
+    _compare(bn, ref, x, train=True)  # batch statistics, running stats updated as PyTorch
+    _copy_weights(bn, ref)
+    bn.zero_grad()
+    ref.zero_grad()
+    _compare(bn, ref, x, train=False)
+
+
+@pytest.mark.oracle
+def test_oracle_sequential_cnn():
+    torch = _torch()
+    tnn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(4 * 4 * 4, 10), nn.Sigmoid(), nn.Linear(10, 3), nn.Tanh())
+    ref = tnn.Sequential(tnn.Conv2d(1, 4, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
+                         tnn.Linear(4 * 4 * 4, 10), tnn.Sigmoid(), tnn.Linear(10, 3), tnn.Tanh()).double()
+    _compare(model, ref, RNG.standard_normal((5, 1, 8, 8)))
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_oracle_losses(reduction):
+    torch = _torch()
+    tf = torch.nn.functional
+    logits = RNG.standard_normal((5, 4)) * 3
+    labels = np.array([0, 3, 1, 1, 2])
+    probs = np.random.default_rng(2).dirichlet(np.ones(4), 5)
+    p = RNG.uniform(0.05, 0.95, (5, 4))
+    tgt = RNG.uniform(0, 1, (5, 4))
+    cases = [
+        (lambda a: F.cross_entropy(a, labels, reduction), lambda a: tf.cross_entropy(a, torch.tensor(labels),
+                                                                                       reduction=reduction), logits),
+        (lambda a: F.cross_entropy(a, probs, reduction), lambda a: tf.cross_entropy(a, torch.tensor(probs),
+                                                                                      reduction=reduction), logits),
+        (lambda a: F.nll_loss(dg.log_softmax(a, axis=1), labels, reduction),
+         lambda a: tf.nll_loss(torch.log_softmax(a, 1), torch.tensor(labels), reduction=reduction), logits),
+        (lambda a: F.mse_loss(a, tgt, reduction), lambda a: tf.mse_loss(a, torch.tensor(tgt), reduction=reduction),
+         logits),
+        (lambda a: F.binary_cross_entropy(a, tgt, reduction=reduction),
+         lambda a: tf.binary_cross_entropy(a, torch.tensor(tgt), reduction=reduction), p),
+    ]
+    spatial = RNG.standard_normal((2, 4, 3))
+    spatial_labels = np.array([[0, 3, 1], [2, 2, 0]])
+    cases.append((lambda a: F.cross_entropy(a, spatial_labels, reduction),
+                  lambda a: tf.cross_entropy(a, torch.tensor(spatial_labels), reduction=reduction), spatial))
+    for ours, theirs, x in cases:
+        xt = torch.tensor(x, requires_grad=True)
+        xd = dg.tensor(x, requires_grad=True)
+        out_t, out_d = theirs(xt), ours(xd)
+        np.testing.assert_allclose(out_d.numpy(), out_t.detach().numpy(), rtol=1e-12, atol=1e-12)
+        u = np.random.default_rng(3).standard_normal(out_d.shape)
+        out_t.backward(torch.tensor(u))
+        out_d.backward(u)
+        np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.oracle
+def test_oracle_binary_cross_entropy_clamps_log_at_minus_100():
+    torch = _torch()
+    p = np.array([0.0, 1.0, 0.5])
+    t = np.array([1.0, 0.0, 1.0])
+    want = torch.nn.functional.binary_cross_entropy(torch.tensor(p), torch.tensor(t), reduction="none").numpy()
+    with np.errstate(divide="ignore"):
+        got = F.binary_cross_entropy(dg.tensor(p), dg.tensor(t), reduction="none").numpy()
+    np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.oracle
+def test_oracle_default_initialisation_distributions():
+    """PyTorch's default bounds: weights and biases in +-1/sqrt(fan_in) (kaiming_uniform with a=sqrt(5))."""
+    torch = _torch()
+    for ours, theirs, fan_in in [(nn.Linear(40, 30), torch.nn.Linear(40, 30), 40),
+                                 (nn.Conv2d(4, 8, 3), torch.nn.Conv2d(4, 8, 3), 36)]:
+        bound = 1 / np.sqrt(fan_in)
+        for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+            assert p.shape == tuple(q.shape), name
+            for values in (p.numpy(), q.detach().numpy()):
+                assert np.abs(values).max() <= bound * (1 + 1e-6), name
+                if name == "weight":
+                    assert np.abs(values).max() > 0.95 * bound, name
