@@ -127,9 +127,11 @@ def load(path):
     try:
         archive = np.load(path, allow_pickle=False)
     except ValueError as err:
-        if "pickle" in str(err):
+        with open(path, "rb") as fh:
+            head = fh.read(1)
+        if "pickle" in str(err) and head == b"\x80":  # the opcode that starts a pickle (protocol 2 and later)
             raise _refused(path, "it holds pickled data") from None
-        raise ValueError(f"dg.load: {path} is not an .npz archive ({err})") from None
+        raise ValueError(f"dg.load: {path} is not an .npz archive written by dg.save or np.savez") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ValueError(f"dg.load: {path} is a single .npy array, not an .npz archive written by dg.save")
     with archive:
