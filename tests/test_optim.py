@@ -275,6 +275,20 @@ def test_a_state_dict_after_a_save_like_round_trip_loads():
     assert opt.state[w]["step"] == 1.0
 
 
+def test_state_dict_through_dg_save_and_load(tmp_path):
+    if not hasattr(dg, "save"):
+        pytest.skip("dg.save is not there yet")
+    sd = _adam_state()
+    dg.save(sd, tmp_path / "opt.npz")
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    opt = dg.optim.Adam([w])
+    opt.load_state_dict(dg.load(tmp_path / "opt.npz"))
+    again = opt.state_dict()
+    assert again["param_groups"] == sd["param_groups"]
+    for key, value in sd["state"][0].items():
+        np.testing.assert_array_equal(again["state"][0][key], value)
+
+
 # ---------------------------------------------------------------- static graphs
 
 
