@@ -49,6 +49,18 @@ def test_shared_parameters_are_listed_once_and_reassignment_replaces():
     assert [n for n, _ in m.named_parameters()] == ["b.weight", "b.bias"] and m.a == 5
 
 
+def test_parameter_gradients_are_plain_arrays():
+    # the reverse sweep must unbox a Tensor subclass like a Tensor (it once passed the Parameter itself to the
+    # rules, so p.grad.value became a Tensor and the backward pass ran on Tensors)
+    w, b = nn.Parameter(RNG.standard_normal((3, 2))), nn.Parameter(np.zeros(2))
+    x = dg.tensor(RNG.standard_normal((4, 3)), requires_grad=True)
+    dg.sum(dg.tanh(x @ w + b)).backward()
+    for t in (w, b, x):
+        assert type(t.grad.value) is np.ndarray and t.grad.op is None
+    np.testing.assert_allclose(dg.grad(lambda w: dg.sum(x.detach() @ w))(w).numpy(),
+                               np.broadcast_to(x.numpy().sum(0)[:, None], (3, 2)))
+
+
 def test_module_without_super_init_is_a_clear_error():
     class Bad(nn.Module):
         def __init__(self):

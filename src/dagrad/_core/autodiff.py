@@ -145,7 +145,8 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
             out, values = node._value, (inputs[0]._value,)  # a recorded unary op's input is a box here
         else:
             out = node._value
-            values = [a._value if type(a) is Tensor and a._level == level else a for a in inputs]
+            # isinstance, not type(...) is Tensor: a subclass such as dg.nn.Parameter is a box of this level too
+            values = [a._value if isinstance(a, Tensor) and a._level == level else a for a in inputs]
         joint = None if type(rules) is tuple else rules(g, out, *values, **(attrs or {}))
         for i, a in enumerate(inputs):
             if not (isinstance(a, Tensor) and a._requires_grad and a._level == level):
