@@ -283,6 +283,27 @@ def test_cross_entropy_in_a_static_graph_with_an_integer_placeholder():
     np.testing.assert_allclose(got_gw, wt.grad.numpy(), rtol=1e-10)
 
 
+def test_cnn_in_a_static_graph_with_unknown_batch_size():
+    W, V = RNG.standard_normal((4, 1, 3, 3)), RNG.standard_normal((3, 16))
+    X, Y = RNG.standard_normal((5, 1, 4, 4)), np.array([0, 1, 2, 1, 0])
+
+    def loss_of(x, w, y):
+        h = F.max_pool2d(F.relu(F.conv2d(x, w, padding=1)), 3, stride=2, padding=1)
+        return F.cross_entropy(F.layer_norm(F.flatten(h), 16) @ V.T, y)
+
+    g = dg.Graph()
+    with g:
+        x = dg.placeholder(shape=(None, 1, 4, 4), name="x")
+        y = dg.placeholder(shape=(None,), dtype="int64", name="y")
+        w = dg.Variable(W, name="w")
+        loss = loss_of(x, w, y)
+        (gw,) = dg.gradients(loss, [w])
+    got, got_gw = dg.Session(g).run([loss, gw], feed_dict={x: X, y: Y})
+    value, grad = dg.value_and_grad(lambda w: loss_of(X, w, Y))(W)
+    np.testing.assert_allclose(got, value, rtol=1e-12)
+    np.testing.assert_allclose(got_gw, grad, rtol=1e-10, atol=1e-14)
+
+
 def test_compiled_cnn_matches_eager():
     w = RNG.standard_normal((2, 1, 3, 3))
     v = RNG.standard_normal((3, 8))

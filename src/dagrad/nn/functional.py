@@ -1,7 +1,7 @@
 """`dg.nn.functional`: layers and losses as functions, in dagrad's own ops.
 
 Everything here is a composite of dagrad operations (plus two linear window primitives,
-`Im2Col` and its adjoint `Col2Im`, written as `dg.Function`s that differentiate each
+`Im2Col` (with the padding) and its adjoint `Col2Im`, written as `dg.Function`s that differentiate each
 other), so it works eagerly and under every transform at any order. `linear`, the
 activations and the losses also work in static graphs and `dg.compile`.
 
@@ -26,7 +26,7 @@ from ..ops.elementwise import astype, clip, equal, log, maximum, relu, sigmoid, 
 from ..ops.linalg import matmul
 from ..ops.nn import log_softmax
 from ..ops.reduce import argmax, mean, sum, var
-from ..ops.shape import expand_dims, getitem, pad, reshape, transpose
+from ..ops.shape import expand_dims, getitem, reshape, transpose
 
 __all__ = [
     "linear", "conv2d", "max_pool2d", "dropout", "layer_norm", "batch_norm", "embedding", "relu", "tanh",
@@ -118,9 +118,10 @@ def linear(x, weight, bias=None):
 _WINDOW_OPS = {}
 
 
-def _window_ops(kh, kw, sh, sw):
-    """Im2Col for one kernel/stride: (N, C, H, W) -> (N, OH, OW, C, kh, kw), and its adjoint."""
-    key = (kh, kw, sh, sw)
+def _window_ops(kh, kw, sh, sw, ph=0, pw=0, fill=0.0):
+    """Im2Col for one kernel/stride/padding: (N, C, H, W), padded by (ph, pw) with `fill`, ->
+    (N, OH, OW, C, kh, kw). Linear in x apart from the constant padding; its adjoint is Col2Im."""
+    key = ("im2col", kh, kw, sh, sw, ph, pw, fill)
     if key in _WINDOW_OPS:
         return _WINDOW_OPS[key]
 
@@ -128,23 +129,25 @@ def _window_ops(kh, kw, sh, sw):
         @staticmethod
         def forward(ctx, x):
             ctx.hw = x.shape[2:]
+            if ph or pw:
+                x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
             windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
             return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5))
 
         @staticmethod
         def backward(ctx, g):
-            return _col2im(kh, kw, sh, sw, *ctx.hw).apply(g)
+            return _col2im(kh, kw, sh, sw, ph, pw, *ctx.hw).apply(g)
 
         @staticmethod
         def jvp(ctx, t):
-            return Im2Col.apply(t)
+            return _window_ops(kh, kw, sh, sw, ph, pw).apply(t)  # the padding is a constant: zero tangent
 
     _WINDOW_OPS[key] = Im2Col
     return Im2Col
 
 
-def _col2im(kh, kw, sh, sw, h, w):
-    key = (kh, kw, sh, sw, h, w)
+def _col2im(kh, kw, sh, sw, ph, pw, h, w):
+    key = ("col2im", kh, kw, sh, sw, ph, pw, h, w)
     if key in _WINDOW_OPS:
         return _WINDOW_OPS[key]
 
@@ -152,16 +155,16 @@ def _col2im(kh, kw, sh, sw, h, w):
         @staticmethod
         def forward(ctx, g):
             n, oh, ow, c = g.shape[:4]
-            out = np.zeros((n, c, h, w), g.dtype)
+            out = np.zeros((n, c, h + 2 * ph, w + 2 * pw), g.dtype)
             gt = g.transpose(0, 3, 1, 2, 4, 5)  # (N, C, OH, OW, kh, kw)
             for i in range(kh):
                 for j in range(kw):
                     out[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] += gt[:, :, :, :, i, j]
-            return out
+            return out[:, :, ph:ph + h, pw:pw + w] if ph or pw else out
 
         @staticmethod
         def backward(ctx, g):
-            return _window_ops(kh, kw, sh, sw).apply(g)
+            return _window_ops(kh, kw, sh, sw, ph, pw).apply(g)
 
         @staticmethod
         def jvp(ctx, t):
@@ -171,12 +174,12 @@ def _col2im(kh, kw, sh, sw, h, w):
     return Col2Im
 
 
-def _windows(x, kh, kw, sh, sw, where):
+def _windows(x, kh, kw, sh, sw, ph, pw, fill, where):
     n, c, h, w = _shape(x)
-    if h is None or w is None or h < kh or w < kw:
-        raise ValueError(f"{where}: the input's spatial size {(h, w)} (after padding) is smaller than the kernel "
-                         f"{(kh, kw)} at {user_line()}")
-    return _window_ops(kh, kw, sh, sw).apply(x)
+    if h is None or w is None or h + 2 * ph < kh or w + 2 * pw < kw:
+        raise ValueError(f"{where}: the input's spatial size {(h, w)} with padding {(ph, pw)} is smaller than the "
+                         f"kernel {(kh, kw)} at {user_line()}")
+    return _window_ops(kh, kw, sh, sw, ph, pw, fill).apply(x)
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0):
@@ -197,9 +200,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
         raise shape_error("conv2d", f"(N, {c}, H, W)", xs)
     sh, sw = _pair(stride, "stride")
     ph, pw = _pair(padding, "padding")
-    if ph or pw:
-        x = pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    cols = _windows(x, kh, kw, sh, sw, "conv2d")  # (N, OH, OW, C, kh, kw)
+    cols = _windows(x, kh, kw, sh, sw, ph, pw, 0.0, "conv2d")  # (N, OH, OW, C, kh, kw), zero padding
     oh, ow = _shape(cols)[1:3]
     n = xs[0]
     out = matmul(reshape(cols, (-1, c * kh * kw)), transpose(reshape(weight, (o, c * kh * kw))))
@@ -224,9 +225,9 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(kernel_size if stride is None else stride, "stride")
     ph, pw = _pair(padding, "padding")
-    if ph or pw:
-        x = pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=-np.inf)
-    windows = _windows(x, kh, kw, sh, sw, "max_pool2d")  # (N, OH, OW, C, kh, kw)
+    if 2 * ph > kh or 2 * pw > kw:
+        raise ValueError(f"max_pool2d: padding {(ph, pw)} must be at most half the kernel {(kh, kw)} at {user_line()}")
+    windows = _windows(x, kh, kw, sh, sw, ph, pw, -np.inf, "max_pool2d")  # (N, OH, OW, C, kh, kw), -inf padding
     return _pool_max(windows, xs[1], kh * kw)
 
 
