@@ -61,6 +61,20 @@ def test_parameter_gradients_are_plain_arrays():
                                np.broadcast_to(x.numpy().sum(0)[:, None], (3, 2)))
 
 
+def test_assigning_to_a_buffer_or_absent_parameter():
+    bn = nn.BatchNorm1d(2)
+    bn.running_mean = dg.tensor([1.0, 2.0])
+    assert list(bn.state_dict()["running_mean"]) == [1.0, 2.0]
+    lin = nn.Linear(2, 2)
+    lin.bias = None
+    assert [n for n, _ in lin.named_parameters()] == ["weight"] and lin.bias is None
+    assert lin(dg.tensor([[1.0, 0.0]])).shape == (1, 2)
+    lin.bias = nn.Parameter(np.zeros(2))
+    assert [n for n, _ in lin.named_parameters()] == ["weight", "bias"]
+    del lin.bias
+    assert [n for n, _ in lin.named_parameters()] == ["weight"]
+
+
 def test_module_without_super_init_is_a_clear_error():
     class Bad(nn.Module):
         def __init__(self):

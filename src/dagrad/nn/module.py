@@ -74,21 +74,21 @@ class Module:
                 f"{type(self).__name__}: call super().__init__() before assigning attributes (at {user_line()})"
             )
         params, modules, buffers = self._parameters, self._modules, self._buffers
+        if name in buffers and (value is None or isinstance(value, Tensor)) and not isinstance(value, Parameter):
+            buffers[name] = value  # assigning to a buffer replaces the buffer, as PyTorch
+            return
+        if name in params and value is None:
+            params[name] = None  # an absent parameter (e.g. bias=False) stays registered as absent
+            return
         for table in (params, modules, buffers):
             table.pop(name, None)
+        self.__dict__.pop(name, None)
         if isinstance(value, Parameter):
             params[name] = value
         elif isinstance(value, Module):
             modules[name] = value
-        elif name in buffers or (value is None and name in params):
-            pass
         else:
             object.__setattr__(self, name, value)
-            return
-        self.__dict__.pop(name, None)
-        if isinstance(value, (Parameter, Module)):
-            return
-        object.__setattr__(self, name, value)
 
     def __getattr__(self, name):  # only called when normal lookup fails
         d = self.__dict__
