@@ -1,4 +1,5 @@
-"""`dagrad demo` / `python -m dagrad demo`: a short tour of the library."""
+"""`dagrad demo [--out DIR]` (also `python -m dagrad demo`): train a CNN and an MLP on the
+8x8 digits (see dagrad/demo.py); `dagrad tour`: a short tour of the autodiff API."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import argparse
 import sys
 
 
-def demo() -> None:
+def tour() -> None:
     import numpy as np
 
     import dagrad as dg
 
-    print("dagrad demo: eager autodiff, functional transforms, forward mode\n")
+    print("dagrad tour: eager autodiff, functional transforms, forward mode\n")
     rng = np.random.default_rng(0)
     true_w = np.array([2.0, -3.0, 0.5])
     X = rng.normal(size=(200, 3))
@@ -46,10 +47,19 @@ def demo() -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="dagrad", description="dagrad command line")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("demo", help="run the demo")
+    demo = sub.add_parser("demo", help="train a CNN and an MLP on the 8x8 digits and write the results")
+    demo.add_argument("--out", default="dagrad-demo", help="output folder (default: ./dagrad-demo)")
+    demo.add_argument("--epochs", type=int, nargs=2, metavar=("CNN", "MLP"), default=(30, 30),
+                      help="training epochs of the CNN and of the MLP (default: 30 30)")
+    sub.add_parser("tour", help="a short tour of eager autodiff and the transforms")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        demo()
+        from .demo import run
+
+        run(args.out, tuple(args.epochs))
+        return 0
+    if args.command == "tour":
+        tour()
         return 0
     parser.print_help()
     return 1
