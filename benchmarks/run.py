@@ -19,6 +19,12 @@ Workloads
       PyTorch eager; ``dg.compile(dg.hessian(f))`` against torch.func.hessian, eager dg.hessian and
       JAX jit(hessian); the time to compile a 10,000-node graph; the tracemalloc peak of one step.
       JAX (CPU, `pip install jax`) is optional: without it the JAX rows are skipped with a note.
+  (e) training with dg.nn + dg.optim (issue 7): the 64-128-128-10 tanh MLP on the real digits,
+      written the idiomatic way (nn.Sequential, F.cross_entropy, backward, optim.SGD), float64 and
+      float32, batch 1797 and 64, against hand-written NumPy (the step of (d)), PyTorch, HIPS
+      autograd, mygrad, JAX eager and jit; micrograd's scalar MLP demo (2-16-16-1 on 100 two-moons
+      points) for dagrad on 0-d tensors, micrograd and PyTorch on 0-d tensors; RSS and tracemalloc
+      over 1,000 (full run: 3,000) training steps in a fresh subprocess, dagrad and PyTorch.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -159,7 +165,7 @@ def make_grad_compiled(reps=VECTOR_REPS):
     return dg.compile(dg.grad(chain_sum))
 
 
-def run_interleaved(contenders, repeats, warmup):
+def run_interleaved(contenders, repeats, warmup, inner=INNER_CALLS):
     """contenders: name -> (function of no arguments, units per call). Returns name -> µs per unit.
 
     Every round runs each contender in turn, in an order that rotates from round to round; on its
@@ -171,7 +177,7 @@ def run_interleaved(contenders, repeats, warmup):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             fn, units = contenders[name]
             fn()  # untimed: re-warms the caches after the previous contender
-            for _ in range(INNER_CALLS):
+            for _ in range(inner):
                 start = time.perf_counter()
                 fn()
                 elapsed = time.perf_counter() - start
@@ -594,6 +600,508 @@ def bench_deep(n_ops, rounds):
     return results
 
 
+# ---------------------------------------------------------------- (e) training
+
+
+TRAIN = {"sizes": (64, 128, 128, 10), "lr": 0.1, "batches": (1797, 64), "dtypes": ("float64", "float32")}
+TRAIN_TOL = {"float64": (1e-7, 1e-10), "float32": (2e-3, 2e-5)}  # (rtol, atol) of the agreement check
+MEMORY_STEPS = 1000
+MEMORY_MARKS = (10, 100, 250, 500, 750, 1000, 2000, 3000)  # runs on to 3,000 to show caches fill, then stop
+
+
+def train_data(dtype):
+    """The real digits (1797 x 8 x 8, scaled to [0, 1]) flattened to 64, integer labels and one-hot
+    rows, and the initial parameters (fixed seed) as NumPy (in, out) matrices and biases."""
+    from dagrad.data import load_digits
+
+    images, labels = load_digits()
+    x = images.reshape(len(images), -1).astype(dtype)
+    onehot = np.eye(TRAIN["sizes"][-1], dtype=dtype)[labels]
+    rng = np.random.default_rng(5)
+    params = []
+    for fan_in, fan_out in zip(TRAIN["sizes"][:-1], TRAIN["sizes"][1:]):
+        bound = 1 / np.sqrt(fan_in)
+        params += [rng.uniform(-bound, bound, (fan_in, fan_out)), rng.uniform(-bound, bound, fan_out)]
+    return tuple(p.astype(dtype) for p in params), x, labels, onehot
+
+
+def make_train_steps(dtype):
+    """name -> (step(batch) -> loss, params() -> the six NumPy arrays as (in, out) and biases).
+
+    Each contender owns its parameters and trains them in place (or rebinds them), as a training
+    loop does: every call is one step on the first `batch` rows."""
+    import torch
+
+    import dagrad as dg
+
+    torch.set_num_threads(1)
+    init, x, labels, onehot = train_data(dtype)
+    data = {
+        b: (np.ascontiguousarray(x[:b]), np.ascontiguousarray(labels[:b]), np.ascontiguousarray(onehot[:b]))
+        for b in TRAIN["batches"]
+    }
+    lr = TRAIN["lr"]
+    steps = {}
+
+    # hand-written NumPy: the step of (d), rebinding the parameters
+    np_state = [tuple(p.copy() for p in init)]
+
+    def numpy_step(b):
+        xb, _, ob = data[b]
+        np_state[0], loss = numpy_mlp_step(np_state[0], xb, ob)
+        return loss
+
+    steps["NumPy (by hand)"] = (numpy_step, lambda: np_state[0])
+
+    # dagrad eager, the idiomatic way: nn.Sequential, F.cross_entropy, backward, optim.SGD
+    nn = dg.nn
+    model = nn.Sequential(
+        nn.Linear(64, 128, dtype=dtype),
+        nn.Tanh(),
+        nn.Linear(128, 128, dtype=dtype),
+        nn.Tanh(),
+        nn.Linear(128, 10, dtype=dtype),
+    )
+    linears = [model[0], model[2], model[4]]
+    for layer, w, bias in zip(linears, init[0::2], init[1::2]):
+        layer.weight.value[...] = w.T
+        layer.bias.value[...] = bias
+    opt = dg.optim.SGD(model.parameters(), lr=lr)
+    dg_data = {b: (dg.tensor(xb), lb) for b, (xb, lb, _) in data.items()}
+
+    def dagrad_step(b):
+        xb, lb = dg_data[b]
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(xb), lb)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    steps["dagrad eager (nn + optim)"] = (
+        dagrad_step,
+        lambda: sum(((lin.weight.value.T, lin.bias.value) for lin in linears), ()),
+    )
+
+    # PyTorch eager, idiomatic
+    tdtype = getattr(torch, dtype)
+    tmodel = torch.nn.Sequential(
+        torch.nn.Linear(64, 128),
+        torch.nn.Tanh(),
+        torch.nn.Linear(128, 128),
+        torch.nn.Tanh(),
+        torch.nn.Linear(128, 10),
+    ).to(tdtype)
+    tlinears = [tmodel[0], tmodel[2], tmodel[4]]
+    with torch.no_grad():
+        for layer, w, bias in zip(tlinears, init[0::2], init[1::2]):
+            layer.weight.copy_(torch.from_numpy(w.T.copy()))
+            layer.bias.copy_(torch.from_numpy(bias))
+    topt = torch.optim.SGD(tmodel.parameters(), lr=lr)
+    t_data = {b: (torch.from_numpy(xb), torch.from_numpy(lb)) for b, (xb, lb, _) in data.items()}
+
+    def torch_step(b):
+        xb, lb = t_data[b]
+        topt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(tmodel(xb), lb)
+        loss.backward()
+        topt.step()
+        return loss.item()
+
+    steps["PyTorch eager"] = (
+        torch_step,
+        lambda: sum(((lin.weight.detach().numpy().T, lin.bias.detach().numpy()) for lin in tlinears), ()),
+    )
+
+    # HIPS autograd: grad of the functional loss, update by rebinding
+    import autograd
+    import autograd.numpy as anp
+    from autograd.scipy.special import logsumexp
+
+    ag_loss = make_mlp_loss(anp.tanh, lambda z: z - logsumexp(z, axis=1, keepdims=True))
+    ag_vg = autograd.value_and_grad(ag_loss)
+    ag_state = [tuple(p.copy() for p in init)]
+
+    def autograd_step(b):
+        xb, _, ob = data[b]
+        loss, grads = ag_vg(ag_state[0], xb, ob)
+        ag_state[0] = tuple(p - lr * g for p, g in zip(ag_state[0], grads))
+        return loss
+
+    steps["autograd"] = (autograd_step, lambda: ag_state[0])
+
+    # mygrad: tensors, its softmax cross-entropy, backward, update of .data in place
+    try:
+        import mygrad as mg
+        from mygrad.nnet.losses import softmax_crossentropy
+    except ImportError:
+        pass
+    else:
+        mg_params = [mg.tensor(p.copy()) for p in init]
+
+        def mygrad_step(b):
+            xb, lb, _ = data[b]
+            w1, b1, w2, b2, w3, b3 = mg_params
+            h = mg.tanh(mg.matmul(xb, w1) + b1)
+            h = mg.tanh(mg.matmul(h, w2) + b2)
+            loss = softmax_crossentropy(mg.matmul(h, w3) + b3, lb)
+            loss.backward()
+            for p in mg_params:
+                p.data -= lr * p.grad
+            return loss.item()
+
+        steps["mygrad"] = (mygrad_step, lambda: tuple(p.data for p in mg_params))
+
+    jax, jnp = load_jax()
+    if jax is not None:
+        j_step = make_sgd_step(jax.value_and_grad(make_mlp_loss(jnp.tanh, lambda z: jax.nn.log_softmax(z, axis=1))))
+        j_jit = jax.jit(j_step)
+        j_data = {b: (jnp.asarray(xb), jnp.asarray(ob)) for b, (xb, _, ob) in data.items()}
+        for name, fn in (("JAX jit", j_jit), ("JAX eager", j_step)):
+            state = [tuple(jnp.asarray(p) for p in init)]
+
+            def jax_step(b, fn=fn, state=state):
+                state[0], loss = fn(state[0], *j_data[b])
+                jax.block_until_ready(state[0])
+                return loss
+
+            steps[name] = (jax_step, lambda state=state: tuple(np.asarray(p) for p in state[0]))
+    return steps
+
+
+def check_train_steps(steps, dtype, batch):
+    """One step of every contender from the same initial weights: same loss, same new parameters."""
+    rtol, atol = TRAIN_TOL[dtype]
+    ref_loss = float(steps["NumPy (by hand)"][0](batch))
+    ref_params = [np.asarray(p, dtype=np.float64) for p in steps["NumPy (by hand)"][1]()]
+    for name, (step, params) in steps.items():
+        if name == "NumPy (by hand)":
+            continue
+        loss = float(step(batch))
+        got = [np.asarray(p) for p in params()]
+        if not np.isclose(loss, ref_loss, rtol, atol):
+            raise SystemExit(f"training step loss mismatch in (e), {dtype} batch {batch}: {name} {loss} vs {ref_loss}")
+        for g, w in zip(got, ref_params):
+            if g.shape != w.shape or str(g.dtype) != dtype or not np.allclose(g, w, rtol, atol):
+                raise SystemExit(f"training step parameters mismatch in (e), {dtype} batch {batch}: {name}")
+
+
+def bench_train(repeats, warmup):
+    """(dtype, batch) -> name -> µs per step."""
+    times = {}
+    for dtype in TRAIN["dtypes"]:
+        for b in TRAIN["batches"]:
+            steps = make_train_steps(dtype)  # fresh contenders: every one starts from the same weights
+            check_train_steps(steps, dtype, b)
+            times[(dtype, b)] = run_interleaved(
+                {n: (lambda s=s: s(b), 1) for n, (s, _) in steps.items()}, repeats, warmup
+            )
+    return times
+
+
+def train_table(times):
+    keys = list(times)
+    names = list(times[keys[0]])
+    head = " | ".join(f"{dtype}, batch {b}: µs/step | IQR | × NumPy" for dtype, b in keys)
+    rows = [f"| contender | {head} |", "|---|" + "---:|" * (3 * len(keys))]
+    for name in names:
+        cells = []
+        for key in keys:
+            ts, floor = times[key][name], median(times[key]["NumPy (by hand)"])
+            lo, hi = iqr(ts)
+            cells.append(f"{median(ts):.0f} | {lo:.0f}–{hi:.0f} | {median(ts) / floor:.2f}")
+        rows.append(f"| {name} | {' | '.join(cells)} |")
+    missing = [n for n in ("mygrad", "JAX jit") if n not in names]
+    if missing:
+        rows += ["", f"Rows skipped (not importable): {', '.join(missing)}."]
+    return "\n".join(rows)
+
+
+# scalar MLP (micrograd's demo): 2-16-16-1, ReLU hidden, linear output, SVM hinge loss + L2 (alpha 1e-4)
+
+SCALAR = {"n": 100, "sizes": (2, 16, 16, 1), "lr": 0.1, "alpha": 1e-4}
+SCALAR_ROUNDS = {"full": (6, 3), "quick": (1, 1)}  # (rounds, timed calls per turn): a step takes ~0.5-1.5 s
+
+
+def make_moons(n, noise=0.1, seed=0):
+    """Two interleaving half circles (as sklearn.datasets.make_moons), labels -1 / +1."""
+    rng = np.random.default_rng(seed)
+    n_out = n // 2
+    t_out, t_in = np.linspace(0, np.pi, n_out), np.linspace(0, np.pi, n - n_out)
+    x = np.concatenate(
+        [np.stack([np.cos(t_out), np.sin(t_out)], 1), np.stack([1 - np.cos(t_in), 0.5 - np.sin(t_in)], 1)]
+    )
+    y = np.concatenate([-np.ones(n_out), np.ones(n - n_out)])
+    return x + rng.normal(scale=noise, size=x.shape), y
+
+
+def scalar_init():
+    """micrograd's MLP(2, [16, 16, 1]) weights, seeded: per layer a list of (weights, bias) per neuron."""
+    rng = np.random.default_rng(6)
+    sizes = SCALAR["sizes"]
+    return [
+        [([float(v) for v in rng.uniform(-1, 1, fan_in)], 0.0) for _ in range(fan_out)]
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:])
+    ]
+
+
+def scalar_forward(layers, x, relu):
+    """micrograd's MLP.__call__: each neuron is sum((wi*xi for wi, xi in zip(w, x)), b), then ReLU
+    except in the last layer."""
+    for i, layer in enumerate(layers):
+        last = i == len(layers) - 1
+        out = []
+        for w, b in layer:
+            act = sum((wi * xi for wi, xi in zip(w, x)), b)
+            out.append(act if last else relu(act))
+        x = out
+    return x[0]
+
+
+def scalar_loss(layers, params, inputs, ys, relu, scale):
+    """micrograd's demo loss: mean SVM max-margin loss plus alpha * sum of squared parameters."""
+    scores = [scalar_forward(layers, x, relu) for x in inputs]
+    losses = [relu(1 + -yi * si) for yi, si in zip(ys, scores)]
+    data_loss = sum(losses) * (1.0 / len(losses))
+    reg_loss = SCALAR["alpha"] * sum(p * p for p in params)
+    return data_loss + reg_loss
+
+
+def make_scalar_steps():
+    """name -> step() (one full training step over the 100 points, returns the loss as a float)."""
+    import torch
+
+    import dagrad as dg
+
+    torch.set_num_threads(1)
+    x, y = make_moons(SCALAR["n"])
+    init = scalar_init()
+    lr = SCALAR["lr"]
+    steps = {}
+
+    def build(wrap):
+        layers = [[([wrap(v) for v in w], wrap(b)) for w, b in layer] for layer in init]
+        params = [p for layer in layers for w, b in layer for p in (*w, b)]
+        return layers, params
+
+    try:
+        from micrograd.engine import Value
+        from micrograd.nn import MLP as MicroMLP
+    except ImportError:
+        pass
+    else:
+        mlp = MicroMLP(2, [16, 16, 1])
+        for layer, init_layer in zip(mlp.layers, init):
+            for neuron, (w, b) in zip(layer.neurons, init_layer):
+                for v, w0 in zip(neuron.w, w):
+                    v.data = w0
+                neuron.b.data = b
+        m_inputs = [list(map(Value, row)) for row in x.tolist()]
+        m_ys = y.tolist()
+
+        def micrograd_step():
+            scores = list(map(mlp, m_inputs))
+            losses = [(1 + -yi * si).relu() for yi, si in zip(m_ys, scores)]
+            data_loss = sum(losses) * (1.0 / len(losses))
+            reg_loss = SCALAR["alpha"] * sum(p * p for p in mlp.parameters())
+            loss = data_loss + reg_loss
+            mlp.zero_grad()
+            loss.backward()
+            for p in mlp.parameters():
+                p.data -= lr * p.grad
+            return loss.data
+
+        steps["micrograd"] = micrograd_step
+
+    d_layers, d_params = build(lambda v: dg.tensor(v, requires_grad=True))
+    d_inputs = [[dg.tensor(v) for v in row] for row in x.tolist()]
+    d_ys = y.tolist()
+
+    def dagrad_step():
+        loss = scalar_loss(d_layers, d_params, d_inputs, d_ys, dg.relu, None)
+        for p in d_params:
+            p.grad = None
+        loss.backward()
+        for p in d_params:
+            p.numpy()[...] -= lr * p.grad.numpy()
+        return loss.item()
+
+    steps["dagrad eager (0-d tensors)"] = dagrad_step
+
+    t_layers, t_params = build(lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True))
+    t_inputs = [[torch.tensor(v, dtype=torch.float64) for v in row] for row in x.tolist()]
+    t_ys = y.tolist()
+
+    def torch_step():
+        loss = scalar_loss(t_layers, t_params, t_inputs, t_ys, torch.relu, None)
+        for p in t_params:
+            p.grad = None
+        loss.backward()
+        with torch.no_grad():
+            for p in t_params:
+                p -= lr * p.grad
+        return loss.item()
+
+    steps["PyTorch (0-d tensors)"] = torch_step
+    return steps
+
+
+def bench_scalar(repeats, warmup, inner):
+    steps = make_scalar_steps()
+    # the same weights go in: the first step's loss, then the second's (after one update), must agree
+    for k in range(2):
+        losses = {name: step() for name, step in steps.items()}
+        ref = losses["dagrad eager (0-d tensors)"]
+        for name, loss in losses.items():
+            if not np.isclose(loss, ref, rtol=1e-10, atol=0.0):
+                raise SystemExit(f"scalar MLP loss mismatch in (e), step {k + 1}: {name} {loss} vs dagrad {ref}")
+    return run_interleaved({name: (s, 1) for name, s in steps.items()}, repeats, warmup, inner), losses
+
+
+def scalar_table(times):
+    ref = median(times["micrograd"]) if "micrograd" in times else None
+    rows = ["| contender | ms/step (median) | IQR | × micrograd |", "|---|---:|---:|---:|"]
+    for name, ts in times.items():
+        lo, hi = iqr(ts)
+        ratio = f"{median(ts) / ref:.2f}" if ref else "n/a"
+        rows.append(f"| {name} | {median(ts) / 1e3:.1f} | {lo / 1e3:.1f}–{hi / 1e3:.1f} | {ratio} |")
+    if ref is None:
+        rows += ["", "micrograd row skipped: micrograd is not importable."]
+    return "\n".join(rows)
+
+
+# memory over 1,000 eager training steps (fresh subprocess each)
+
+
+def train_child(lib, last_step):
+    """1,000 steps (batch 64, float64, cycling through the digits) of the nn/optim MLP; print JSON
+    with VmRSS and tracemalloc's current memory after the marked steps."""
+    import tracemalloc
+
+    _, x, labels, _ = train_data("float64")
+    n_batches = len(x) // 64
+    if lib == "dagrad":
+        import dagrad as dg
+
+        nn = dg.nn
+        model = nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 128), nn.Tanh(), nn.Linear(128, 10))
+        opt = dg.optim.SGD(model.parameters(), lr=TRAIN["lr"])
+        batches = [(dg.tensor(x[i * 64 : (i + 1) * 64]), labels[i * 64 : (i + 1) * 64]) for i in range(n_batches)]
+        loss_fn = nn.functional.cross_entropy
+    else:
+        import torch
+
+        torch.set_num_threads(1)
+        nn = torch.nn
+        model = nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 128), nn.Tanh(), nn.Linear(128, 10))
+        model = model.double()
+        opt = torch.optim.SGD(model.parameters(), lr=TRAIN["lr"])
+        batches = [
+            (torch.from_numpy(x[i * 64 : (i + 1) * 64]), torch.from_numpy(labels[i * 64 : (i + 1) * 64]))
+            for i in range(n_batches)
+        ]
+        loss_fn = nn.functional.cross_entropy
+    tracemalloc.start()
+    marks = []
+    start = time.perf_counter()
+    for step in range(1, last_step + 1):
+        xb, lb = batches[step % n_batches]
+        opt.zero_grad()
+        loss = loss_fn(model(xb), lb)
+        loss.backward()
+        opt.step()
+        if step in MEMORY_MARKS:
+            marks.append({"step": step, "rss": status_kb("VmRSS") * 1024, "traced": tracemalloc.get_traced_memory()[0]})
+    elapsed = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    print(
+        json.dumps(
+            {
+                "marks": marks,
+                "traced_peak": peak,
+                "hwm": status_kb("VmHWM") * 1024,
+                "seconds": elapsed,
+                "loss": loss.item(),
+            }
+        )
+    )
+
+
+def bench_train_memory(mode):
+    out = {}
+    for lib, name in (("dagrad", "dagrad eager (nn + optim)"), ("torch", "PyTorch eager")):
+        last = MEMORY_STEPS if mode == "quick" else MEMORY_MARKS[-1]
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--train-child", lib, str(last)]
+        res = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        out[name] = json.loads(res.strip().splitlines()[-1])
+    return out
+
+
+def train_memory_table(memory):
+    marks = [s for s in MEMORY_MARKS if s <= max(m["step"] for res in memory.values() for m in res["marks"])]
+    head = " | ".join(f"step {s}" for s in marks)
+    rows = [
+        f"| contender | measure | {head} | growth 100 → {MEMORY_STEPS} | growth {MEMORY_STEPS} → {marks[-1]} |",
+        "|---|---|" + "---:|" * (len(marks) + 2),
+    ]
+    for name, res in memory.items():
+        by_step = {m["step"]: m for m in res["marks"]}
+        for key, label in (("rss", "VmRSS, MB"), ("traced", "tracemalloc current, MB")):
+            cells = " | ".join(f"{by_step[s][key] / 1e6:.2f}" for s in marks)
+            growth = (by_step[MEMORY_STEPS][key] - by_step[100][key]) / 1e6
+            later = (by_step[marks[-1]][key] - by_step[MEMORY_STEPS][key]) / 1e6
+            rows.append(f"| {name} | {label} | {cells} | {growth:+.3f} | {later:+.3f} |")
+    rows += [
+        "",
+        f"| contender | tracemalloc peak, MB | VmHWM, MB | {marks[-1]:,} steps, s (tracemalloc on) | last loss |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, res in memory.items():
+        rows.append(
+            f"| {name} | {res['traced_peak'] / 1e6:.2f} | {res['hwm'] / 1e6:.1f} | {res['seconds']:.2f} | "
+            f"{res['loss']:.4f} |"
+        )
+    return "\n".join(rows)
+
+
+def targets_table_training(train, scalar, memory):
+    """The targets of issue 7 against this run's figures."""
+    dg_name, floor = "dagrad eager (nn + optim)", "NumPy (by hand)"
+    checks = []
+    for dtype in TRAIN["dtypes"]:
+        for b, limit in zip(TRAIN["batches"], (1.25, 1.8)):
+            ratio = median(train[(dtype, b)][dg_name]) / median(train[(dtype, b)][floor])
+            checks.append(
+                (
+                    f"MLP step (e), {dtype}, batch {b}: dagrad eager / NumPy",
+                    f"{ratio:.2f}",
+                    f"≤ {limit}",
+                    ratio <= limit,
+                )
+            )
+    if "micrograd" in scalar:
+        ratio = median(scalar["dagrad eager (0-d tensors)"]) / median(scalar["micrograd"])
+        checks.append(("scalar MLP: dagrad eager / micrograd", f"{ratio:.2f}", "≤ 1", ratio <= 1))
+    name = "dagrad eager (nn + optim)"
+    rss, traced = memory_growth(memory, name, "rss"), memory_growth(memory, name, "traced")
+    checks.append((f"memory growth, steps 100 → {MEMORY_STEPS:,}: VmRSS, MB", f"{rss:+.2f}", "flat (< 1 MB)", rss < 1))
+    checks.append(
+        (
+            f"memory growth, steps 100 → {MEMORY_STEPS:,}: tracemalloc, MB",
+            f"{traced:+.3f}",
+            "flat (< 0.1 MB)",
+            traced < 0.1,
+        )
+    )
+    rows = ["| figure | measured | target | met |", "|---|---:|---:|---|"]
+    rows += [f"| {label} | {value} | {text} | {'yes' if met else 'no'} |" for label, value, text, met in checks]
+    return "\n".join(rows)
+
+
+def memory_growth(memory, name, key):
+    by_step = {m["step"]: m[key] for m in memory[name]["marks"]}
+    return (by_step[MEMORY_STEPS] - by_step[100]) / 1e6
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -858,6 +1366,38 @@ WORKLOADS = """\
     compilation), minus what was allocated when the step began, median of 3 (NumPy reports its
     array buffers to tracemalloc; Python objects, such as eager mode's graph nodes, count too).
     The new parameters and the loss the step returns are included in the peak (and shown apart).
+- **(e) training with `dg.nn` and `dg.optim`.**
+  - *MLP training step*: the real digits (`dagrad.data.load_digits`, 1797 x 8 x 8 scaled to
+    [0, 1], flattened to 64), a 64-128-128-10 tanh network, mean softmax cross-entropy, SGD with
+    lr 0.1, in float64 and float32, on the first 1797 (full batch) or 64 rows. Each contender owns
+    its parameters and trains them: every timed call is one real step (zero_grad, forward, loss,
+    backward, update). dagrad eager the idiomatic way: `nn.Sequential(Linear, Tanh, Linear, Tanh,
+    Linear)`, `nn.functional.cross_entropy(logits, labels)`, `loss.backward()`,
+    `optim.SGD.step()`, `zero_grad()`; PyTorch the same with `torch.nn` and `torch.optim.SGD`
+    (one thread); hand-written NumPy: the step of (d) (forward, backward by hand, update), the
+    floor; HIPS autograd: `autograd.value_and_grad` of the functional loss (`logsumexp`), update
+    by rebinding; mygrad: `mygrad.tanh`, `matmul`, `nnet.losses.softmax_crossentropy`,
+    `backward`, `p.data -= lr * p.grad`; JAX: `jax.value_and_grad` of the functional loss, eagerly
+    and under `jax.jit` (timed up to `block_until_ready`). All start from the same initial weights
+    (uniform ±1/sqrt(fan_in), seed 5); before timing, one step of each is checked against NumPy's:
+    loss and all six updated parameters (and their dtype) `allclose` with rtol/atol 1e-7/1e-10 in
+    float64 and 2e-3/2e-5 in float32. Every (dtype, batch) gets fresh contenders; same interleaved
+    rounds as (a).
+  - *Scalar MLP*: micrograd's demo network `MLP(2, [16, 16, 1])` (ReLU hidden layers, linear
+    output: micrograd 0.1.0's `Value` has no tanh), its loss (mean SVM max-margin loss
+    `relu(1 - y * score)` over the points, plus 1e-4 times the sum of squared parameters), and
+    one full-batch SGD step (lr 0.1) over 100 two-moons points (generated with NumPy, noise 0.1,
+    seed 0; labels ±1). micrograd runs its own `MLP` and `Value`; dagrad and PyTorch run the same
+    code on 0-d tensors (each weight a 0-d tensor requiring a gradient, each neuron
+    `sum((wi * xi for wi, xi in zip(w, x)), b)`), with the update `p -= lr * p.grad` in place. All
+    start from the same weights (seed 6) and must agree on the loss of the first two steps (rtol
+    1e-10). {scalar_rounds} interleaved round(s) of {scalar_inner} timed call(s) each, after one warm-up round.
+  - *Memory*: a fresh subprocess trains the nn/optim MLP (batch 64, float64, cycling through the
+    28 batches of the digits) with tracemalloc on, recording VmRSS and tracemalloc's current
+    memory after the marked steps; dagrad and PyTorch (whose tensor buffers tracemalloc does not
+    see: only RSS counts for it). "Flat" means growth from step 100 to step 1,000 below 1 MB of RSS
+    and 0.1 MB of traced memory. The full run goes on to step 3,000 to show that what grows at
+    first (Python's free lists and caches filling) stops growing.
 """
 
 
@@ -866,9 +1406,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke run: fewer repeats, 100k-op deep chain")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown report path")
     parser.add_argument("--child", nargs=2, metavar=("LIB", "N_OPS"), help=argparse.SUPPRESS)
+    parser.add_argument("--train-child", nargs=2, metavar=("LIB", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args.child[0], int(args.child[1]))
+    if args.train_child:
+        return train_child(args.train_child[0], int(args.train_child[1]))
 
     mode = "quick" if args.quick else "full"
     repeats, warmup, rounds = (5, 1, 1) if args.quick else (30, 3, 5)
@@ -889,7 +1432,16 @@ def main(argv=None):
     table_hessian = hessian_table(hessian_times)
     table_compile = compile_table(compile_times)
     table_memory = memory_table(memory)
+    print("(e) training: nn/optim MLP step, scalar MLP, memory over 1,000 steps ...", file=sys.stderr)
+    train_times = bench_train(*((2, 0) if mode == "quick" else (repeats, warmup)))
+    scalar_rounds, scalar_inner = SCALAR_ROUNDS[mode]
+    scalar_times, _ = bench_scalar(scalar_rounds, 1, scalar_inner)
+    train_memory = bench_train_memory(mode)
+    table_train = train_table(train_times)
+    table_scalar = scalar_table(scalar_times)
+    table_train_memory = train_memory_table(train_memory)
     table_targets = targets_table(overhead_times, mlp_times, hessian_times, compile_times, memory)
+    table_targets_7 = targets_table_training(train_times, scalar_times, train_memory)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
@@ -902,7 +1454,12 @@ def main(argv=None):
         f"#### Hessian of sum(tanh(A @ x) ** 2), n = {HESSIAN_N}\n\n{table_hessian}\n\n"
         f"#### Compile time\n\n{table_compile}\n\n"
         f"#### Peak memory of one training step\n\n{table_memory}\n\n"
-        f"#### Targets of the issue, from this run\n\n{table_targets}\n"
+        f"#### Targets of the issue, from this run\n\n{table_targets}\n\n"
+        "### (e) training: `dg.nn` + `dg.optim` in eager mode\n\n"
+        f"#### MLP training step, digits, 64-128-128-10 tanh, SGD lr {TRAIN['lr']}\n\n{table_train}\n\n"
+        f"#### Scalar MLP (micrograd's demo), 2-16-16-1 on {SCALAR['n']} two-moons points\n\n{table_scalar}\n\n"
+        f"#### Memory over {MEMORY_STEPS:,} eager training steps, batch 64, float64\n\n{table_train_memory}\n\n"
+        f"#### Targets of issue 7, from this run\n\n{table_targets_7}\n"
     )
     print(tables)
     report = "\n".join(
@@ -938,6 +1495,8 @@ def main(argv=None):
                 mlp_atol=MLP_ATOL,
                 compile_ops=COMPILE_OPS,
                 compile_nodes=COMPILE_OPS + 1,
+                scalar_rounds=SCALAR_ROUNDS[mode][0],
+                scalar_inner=SCALAR_ROUNDS[mode][1],
             ),
         ]
     )
