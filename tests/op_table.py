@@ -196,6 +196,32 @@ for _a, _b in [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), (
     case("matmul", dg.matmul, np.matmul, _a, _b, torch_ref=_t("matmul"))
 case("matmul", lambda a, b: a @ b, lambda a, b: a @ b, (2, 3), (3, 2), name="a @ b", torch_ref=lambda a, b: a @ b)
 
+# -- linear (x @ w.T + b as one op): batches of rows, more batch axes, one row, no bias
+for _x in [(4, 3), (2, 4, 3), (3,)]:
+    case("linear", lambda x, w, b: dg.nn.functional.linear(x, w, b), lambda x, w, b: x @ w.T + b, _x, (5, 3), (5,),
+         torch_ref=_nnf("linear"))
+case("linear", lambda x, w: dg.nn.functional.linear(x, w), lambda x, w: x @ w.T, (4, 3), (5, 3), name="linear, no bias",
+     torch_ref=_nnf("linear"))
+
+
+# -- softmax cross-entropy against class indices (one op for (N, C) logits)
+_CE_TARGET = np.array([0, 2, 1, 3, 2])
+
+
+def _ce_ref(reduction):
+    def ref(z):
+        shifted = z - z.max(axis=1, keepdims=True)
+        loss = -(shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)))[np.arange(5), _CE_TARGET]
+        return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+    return ref
+
+
+for _reduction in ("mean", "sum", "none"):
+    case("cross_entropy", lambda z, r=_reduction: dg.nn.functional.cross_entropy(z, _CE_TARGET, reduction=r),
+         _ce_ref(_reduction), (5, 4), name=f"cross_entropy(reduction={_reduction!r})",
+         torch_ref=lambda z, r=_reduction: _nnf("cross_entropy")(z, _t("tensor")(_CE_TARGET), reduction=r))
+
 # -- shape
 case("reshape", lambda x: dg.reshape(x, (3, 2)), lambda x: x.reshape(3, 2), (2, 3),
      torch_ref=lambda x: x.reshape(3, 2))

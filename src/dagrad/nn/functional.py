@@ -24,6 +24,8 @@ from .._core.tensor import Tensor
 from ..function import Function
 from ..ops.elementwise import astype, clip, equal, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.linalg import matmul
+from ..ops.nn import cross_entropy_indices as _cross_entropy_op
+from ..ops.nn import linear as _linear_op
 from ..ops.nn import log_softmax
 from ..ops.reduce import argmax, mean, sum, var
 from ..ops.shape import expand_dims, getitem, reshape, transpose
@@ -110,8 +112,7 @@ def linear(x, weight, bias=None):
     xs, ws = _shape(x), _shape(weight)
     if not xs or xs[-1] != ws[-1]:
         raise shape_error("linear", f"(..., {ws[-1]})", xs)
-    out = matmul(x, transpose(weight))
-    return out if bias is None else out + bias
+    return _linear_op(x, weight, bias)  # one primitive node (see ops/nn.py)
 
 
 # -- windows: im2col and its adjoint, differentiable at every order
@@ -426,6 +427,14 @@ def cross_entropy(input, target, reduction="mean"):
     """
     xs = _shape(input)
     axis = -1 if len(xs) == 1 else 1
+    if (len(xs) == 2 and xs[1] is not None and reduction in ("mean", "sum", "none")
+            and dtype_of(target).kind in "iu" and len(_shape(target)) == 1):
+        # the common case as one primitive op (see ops/nn.py); the same values as the composite below
+        if tuple(_shape(target)) != (xs[0],) and None not in (xs[0], _shape(target)[0]):
+            raise ValueError(f"cross_entropy: target of shape {tuple(_shape(target))} does not match the input's "
+                             f"batch shape ({xs[0]},) (input {xs}) at {user_line()}")
+        checked = _class_targets(target, xs[1], "cross_entropy")
+        return _cross_entropy_op(input, target if checked is None else checked, reduction)
     logp = log_softmax(input, axis=axis)
     if dtype_of(target).kind == "f":  # probabilities
         if _shape(target) != xs:

@@ -1,13 +1,16 @@
-"""Softmax family: composites of primitives, shifted by the maximum so inputs of 1e3 stay finite."""
+"""Softmax family (composites of primitives, shifted by the maximum so inputs of 1e3 stay finite)
+and `linear`, a primitive for speed."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.shapes import normalize_axis
+from .._core.op import apply, defop, public
+from .._core.shapes import normalize_axis, shape_of
 from .elementwise import exp, isfinite, log, stop_gradient, where
+from .linalg import einsum, matmul
 from .reduce import max, sum
-from .shape import reshape
+from .shape import reshape, transpose
 
 
 def _constant_max(x, axes):
@@ -41,3 +44,129 @@ def softmax(x, axis=-1):
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along `axis`, finite for large inputs, as `torch.log_softmax`."""
     return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+# -- linear: x @ w.T + b in one node. A composite (transpose, matmul, add) would cost six nodes
+# and a dozen NumPy calls per layer and step; as a primitive a layer is one forward node and
+# three NumPy calls backward, which is what a training step of small layers spends its time on.
+def _linear_forward(x, w, b):
+    out = np.matmul(x, w.T)
+    if b is None:
+        return out
+    if isinstance(out, np.ndarray) and np.result_type(out, b) == out.dtype and np.shape(b) in ((), out.shape[-1:]):
+        out += b  # out is a new array: adding in place saves an allocation
+        return out
+    return out + b
+
+
+def _linear_shape(x, w, b):
+    return tuple(x[:-1]) + (w[0],)
+
+
+def _linear_grad_w(g, out, x, w, b):
+    if len(shape_of(x)) == 2:
+        return matmul(transpose(g), x)
+    batch = "abcdefgh"[: len(shape_of(x)) - 1]  # every batch entry's rows together (sizes may be unknown)
+    return einsum(f"{batch}o,{batch}i->oi", g, x)
+
+
+def _linear_grad_b(g, out, x, w, b):
+    rank = len(shape_of(g))
+    return sum(g, axis=tuple(range(rank - 1))) if rank > 1 else g
+
+
+_linear = defop(
+    "linear",
+    _linear_forward,
+    vjp=(lambda g, out, x, w, b: matmul(g, w), _linear_grad_w, _linear_grad_b),
+    jvp=(
+        lambda t, out, x, w, b: matmul(t, transpose(w)),
+        lambda t, out, x, w, b: matmul(x, transpose(t)),
+        lambda t, out, x, w, b: t,
+    ),
+    shape=_linear_shape,
+)
+
+
+@public(_linear)
+def linear(x, weight, bias=None):
+    """`x @ weight.T + bias` as one op (`weight` is (out, in), as in PyTorch); x is (..., in)."""
+    return apply(_linear, (x, weight, bias))
+
+
+# -- softmax cross-entropy against integer class indices, for (N, C) logits: one node. The
+# composite (log_softmax, pick, mean) is a dozen nodes; a training step of small layers spends
+# more time walking them than computing. The gradient is (softmax - one-hot) times the upstream
+# gradient, written with dagrad's ops so that it is differentiated again at higher orders.
+def _cross_entropy_forward(z, target, reduction):
+    shift = np.max(z, axis=1, keepdims=True)
+    shift = np.where(np.isfinite(shift), shift, 0)
+    lse = np.log(np.sum(np.exp(z - shift), axis=1, keepdims=True)) + shift
+    loss = -((z - lse)[np.arange(len(target)), target])  # the composite's operations, in its order
+    if reduction == "none":
+        return loss
+    total = np.sum(loss)
+    return total / len(target) if reduction == "mean" else total
+
+
+def _cross_entropy_shape(z, target, reduction):
+    return (z[0],) if reduction == "none" else ()
+
+
+def _one_hot(target, z):
+    # dagrad's ops: on arrays they compute, on a static graph's integer placeholder they build nodes
+    from .._core.shapes import dtype_of
+    from .elementwise import astype, equal
+    from .shape import expand_dims
+
+    return astype(equal(expand_dims(target, -1), np.arange(shape_of(z)[1])), dtype_of(z))
+
+
+def _rows(z):
+    """How many rows z has: a number, or a node counting them where a static graph does not know yet."""
+    n = shape_of(z)[0]
+    if n is not None:
+        return n
+    from .elementwise import ones_like
+    from .shape import getitem
+
+    return sum(ones_like(getitem(z, (slice(None), 0))))
+
+
+def _cross_entropy_vjp(g, out, z, target, reduction):
+    delta = softmax(z, axis=1) - _one_hot(target, z)
+    if reduction == "none":
+        return delta * _expand_dims_last(g)
+    return delta * (g / _rows(z) if reduction == "mean" else g)
+
+
+def _expand_dims_last(g):
+    from .shape import expand_dims
+
+    return expand_dims(g, -1)
+
+
+def _cross_entropy_jvp(t, out, z, target, reduction):
+    per_row = sum((softmax(z, axis=1) - _one_hot(target, z)) * t, axis=1)
+    if reduction == "none":
+        return per_row
+    total = sum(per_row)
+    return total / _rows(z) if reduction == "mean" else total
+
+
+_cross_entropy = defop(
+    "cross_entropy",
+    _cross_entropy_forward,
+    vjp=(_cross_entropy_vjp, None),
+    jvp=(_cross_entropy_jvp, None),
+    shape=_cross_entropy_shape,
+)
+
+
+@public(_cross_entropy)
+def cross_entropy_indices(z, target, reduction="mean"):
+    """Softmax cross-entropy of (N, C) logits against N integer class indices (already checked)."""
+    from .._core.tensor import Tensor
+
+    target = target if isinstance(target, Tensor) else np.asarray(target)
+    return apply(_cross_entropy, (z, target), {"reduction": reduction})
