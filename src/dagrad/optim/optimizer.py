@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.tensor import Tensor
+from ..static.graph import Symbol
 
 __all__ = ["Optimizer"]
 
@@ -105,8 +106,6 @@ def _lerp(start, end, weight):
 
 
 def _is_variable(p):
-    from ..static.graph import Symbol
-
     return isinstance(p, Symbol) and p.kind == "variable"
 
 
