@@ -31,6 +31,7 @@ from hypothesis.extra import numpy as hnp
 import dagrad as dg
 from dagrad.ops.reduce import sum_to
 from op_table import CASES, COMPOSITES
+from test_static_ops import _ids, _unique
 
 HERE = os.path.basename(__file__)
 
@@ -98,27 +99,6 @@ SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, 0.5, -2.
 
 
 # ---------------------------------------------------------------- 1. every op-table row
-
-
-def _unique(cases):
-    """Each row once (collecting with --doctest-modules can import op_table_linalg twice, appending
-    its rows again: those copies are the same call from the same line of source)."""
-    seen, rows = set(), []
-    for c in cases:
-        code = getattr(c.f, "__code__", None)
-        key = (str(c), c.shapes, code.co_filename, code.co_firstlineno) if code else (str(c), c.shapes, id(c.f))
-        if key not in seen:
-            seen.add(key)
-            rows.append(c)
-    return rows
-
-
-def _ids(cases):
-    seen, ids = Counter(), []
-    for c in cases:
-        seen[str(c)] += 1
-        ids.append(str(c) if seen[str(c)] == 1 else f"{c}#{seen[str(c)]}")
-    return ids
 
 
 ROWS = _unique(CASES + COMPOSITES)

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.autodiff import grad as grad_of
 from ._core.errors import location, user_line
 from ._core.op import Op, apply
-from ._core.shapes import shape_of
-from ._core.tensor import Tensor
+from ._core.shapes import dtype_of, shape_of
+from ._core.tensor import Tensor, is_symbolic
+from .ops.elementwise import astype, zeros_like
+from .ops.reduce import sum as reduce_sum
+from .ops.shape import concatenate, getitem, ravel, reshape
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -176,7 +180,7 @@ class _saved:
                 current.append(self.inputs[where])
             elif kind == "output":
                 current.append(outs[where])
-            elif _is_symbolic(self.out):
+            elif is_symbolic(self.out):
                 raise TypeError(
                     f"{ctx._function.__name__}: in a static graph or under dg.compile, save_for_backward may "
                     f"save only forward's inputs and outputs (the others have no value when the gradient is "
@@ -188,14 +192,6 @@ class _saved:
 
     def __exit__(self, *exc):
         self.ctx._current = self.previous
-
-
-def _is_symbolic(value):
-    while isinstance(value, Tensor):
-        if value._symbolic:
-            return True
-        value = value._value
-    return False
 
 
 def _where(out):
@@ -227,23 +223,17 @@ def _checked_grads(name, result, inputs):
 
 def _jvp_from_backward(vjp, tangents, out, inputs, ctx):
     """J t as the gradient over g of <J^T g, t> (backward is linear in g, so any g will do)."""
-    from ._core.autodiff import grad
-    from .numpy import sum as dsum
-    from .numpy import zeros_like
-
     def inner(g):
         total = 0.0
         for part, t in zip(vjp(g, out, *inputs, ctx=ctx), tangents):
             if part is not None and t is not None:
-                total = total + dsum(part * t)
+                total = total + reduce_sum(part * t)
         return total
 
-    return grad(inner)(zeros_like(out))
+    return grad_of(inner)(zeros_like(out))
 
 
 def _split(packed, outputs):
-    from .ops.shape import getitem, reshape
-
     parts = []
     offset = 0
     for shape, _ in outputs:
@@ -254,19 +244,10 @@ def _split(packed, outputs):
 
 
 def _unpack(packed, outputs):
-    from .ops.elementwise import astype
-
     parts = _split(packed, outputs)
-    return tuple(p if np.dtype(dtype) == _dtype(p) else astype(p, dtype) for p, (_, dtype) in zip(parts, outputs))
+    return tuple(p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype) for p, (_, dtype) in zip(parts, outputs))
 
 
 def _pack(parts):
-    from .ops.shape import concatenate, ravel
-
     return concatenate([ravel(p) for p in parts])
 
-
-def _dtype(x):
-    from ._core.shapes import dtype_of
-
-    return dtype_of(x)

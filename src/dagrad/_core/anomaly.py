@@ -16,6 +16,7 @@ import numpy as np
 
 from . import op as _op_module
 from .errors import location, user_line
+from .tensor import Tensor, is_symbolic
 
 __all__ = ["detect_anomaly", "is_anomaly_enabled"]
 
@@ -63,9 +64,9 @@ class detect_anomaly:
 
 
 def _raw(value):
-    while hasattr(value, "_value") and not isinstance(value, np.ndarray):
-        if getattr(value, "_symbolic", False):
-            return None
+    if is_symbolic(value):
+        return None
+    while isinstance(value, Tensor):
         value = value._value
     return value
 

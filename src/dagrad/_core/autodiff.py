@@ -18,7 +18,7 @@ from .errors import _provenance, location, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
-from .tensor import Dual, Tensor, _grad_mode, _leaf
+from .tensor import Dual, Tensor, _grad_mode, _leaf, is_symbolic
 
 _next_level = itertools.count(1).__next__
 
@@ -63,7 +63,7 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
     each visited node's inputs as it goes, releasing the values they kept alive (as
     PyTorch frees saved tensors during the backward pass).
     """
-    symbolic = _holds_symbols(roots)
+    symbolic = any(is_symbolic(root) for root in roots)  # building a static graph's gradient
     if symbolic:
         previous_origin = _provenance.origin
         try:
@@ -71,17 +71,6 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
         finally:
             _provenance.origin = previous_origin
     return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
-
-
-def _holds_symbols(roots):
-    """Whether the sweep runs over nodes of a static graph (possibly boxed by transforms)."""
-    for root in roots:
-        value = root
-        while isinstance(value, Tensor):
-            if value._symbolic:
-                return True
-            value = value._value
-    return False
 
 
 def _origin(node):

@@ -295,6 +295,15 @@ def _check_differentiable_dtype(dtype, where):
         )
 
 
+def is_symbolic(value):
+    """Whether `value` is a static graph's node, or a transform's box around one (no values yet)."""
+    while isinstance(value, Tensor):
+        if value._symbolic:
+            return True
+        value = value._value
+    return False
+
+
 def _leaf(value, requires_grad, level=0, cls=None):
     """A leaf Tensor (or `cls`) around an existing value, without copying or checks (internal)."""
     t = _new(cls or Tensor)

@@ -20,7 +20,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._core.errors import user_line
 from .._core.shapes import dtype_of, shape_of
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, is_symbolic
 from ..function import Function
 from ..ops.elementwise import astype, clip, equal, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.linalg import matmul
@@ -43,11 +43,7 @@ def _shape(x):
 
 def _is_concrete(x):
     """Whether x has values now (an array, number or eager/traced Tensor; not a static-graph node)."""
-    while isinstance(x, Tensor):
-        if x._symbolic:
-            return False
-        x = x._value
-    return True
+    return not is_symbolic(x)
 
 
 def _values(x):

@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.op import apply, defop, public
-from .._core.shapes import normalize_axis, shape_of
-from .elementwise import exp, isfinite, log, stop_gradient, where
+from .._core.shapes import dtype_of, normalize_axis, shape_of
+from .._core.tensor import Tensor
+from .elementwise import astype, equal, exp, isfinite, log, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
 from .reduce import max, sum
-from .shape import reshape, transpose
+from .shape import expand_dims, getitem, reshape, transpose
 
 
 def _constant_max(x, axes):
@@ -115,10 +116,6 @@ def _cross_entropy_shape(z, target, reduction):
 
 def _one_hot(target, z):
     # dagrad's ops: on arrays they compute, on a static graph's integer placeholder they build nodes
-    from .._core.shapes import dtype_of
-    from .elementwise import astype, equal
-    from .shape import expand_dims
-
     return astype(equal(expand_dims(target, -1), np.arange(shape_of(z)[1])), dtype_of(z))
 
 
@@ -127,9 +124,6 @@ def _rows(z):
     n = shape_of(z)[0]
     if n is not None:
         return n
-    from .elementwise import ones_like
-    from .shape import getitem
-
     return sum(ones_like(getitem(z, (slice(None), 0))))
 
 
@@ -146,14 +140,8 @@ def _cross_entropy_vjp(g, out, z, target, reduction):
         return delta * (g / len(target) if reduction == "mean" else g)
     delta = softmax(z, axis=1) - _one_hot(target, z)
     if reduction == "none":
-        return delta * _expand_dims_last(g)
+        return delta * expand_dims(g, -1)
     return delta * (g / _rows(z) if reduction == "mean" else g)
-
-
-def _expand_dims_last(g):
-    from .shape import expand_dims
-
-    return expand_dims(g, -1)
 
 
 def _cross_entropy_jvp(t, out, z, target, reduction):
@@ -176,7 +164,5 @@ _cross_entropy = defop(
 @public(_cross_entropy)
 def cross_entropy_indices(z, target, reduction="mean"):
     """Softmax cross-entropy of (N, C) logits against N integer class indices (already checked)."""
-    from .._core.tensor import Tensor
-
     target = target if isinstance(target, Tensor) else np.asarray(target)
     return apply(_cross_entropy, (z, target), {"reduction": reduction})
