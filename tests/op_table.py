@@ -204,7 +204,20 @@ case("linear", lambda x, w: dg.nn.functional.linear(x, w), lambda x, w: x @ w.T,
      torch_ref=_nnf("linear"))
 
 
-# -- softmax cross-entropy against class indices (one op for (N, C) logits)
+# -- log_softmax (one op; its backward reads its output)
+case("log_softmax", dg.log_softmax, lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True)), (2, 3),
+     torch_ref=lambda x: _nnf("log_softmax")(x, dim=-1))
+case("log_softmax", lambda x: dg.log_softmax(x, axis=0), lambda x: x - np.log(np.exp(x).sum(0, keepdims=True)),
+     (3, 2), name="log_softmax(axis=0)", torch_ref=lambda x: _nnf("log_softmax")(x, dim=0))
+case("log_softmax", lambda x: dg.log_softmax(x, axis=(0, 2)),
+     lambda x: x - np.log(np.exp(x).sum((0, 2), keepdims=True)), (2, 3, 2), name="log_softmax(axis=(0, 2))")
+case("log_softmax", lambda x: dg.log_softmax(x * 500.0),
+     lambda x: (x - x.max()) * 500.0 - np.log(np.exp((x - x.max()) * 500.0).sum()), (4,), low=0.9, high=1.0,
+     name="log_softmax of large inputs",
+     torch_ref=lambda x: _nnf("log_softmax")(x * 500.0, dim=-1))
+
+
+# -- negative log-likelihood and softmax cross-entropy against class indices (one op for (N, C) input)
 _CE_TARGET = np.array([0, 2, 1, 3, 2])
 
 
@@ -217,10 +230,22 @@ def _ce_ref(reduction):
     return ref
 
 
+def _nll_ref(reduction):
+    def ref(logp):
+        loss = -logp[np.arange(5), _CE_TARGET]
+        return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+    return ref
+
+
 for _reduction in ("mean", "sum", "none"):
-    case("cross_entropy", lambda z, r=_reduction: dg.nn.functional.cross_entropy(z, _CE_TARGET, reduction=r),
+    # cross_entropy is nll_loss(log_softmax(z)): two primitive nodes
+    case("nll_loss", lambda z, r=_reduction: dg.nn.functional.cross_entropy(z, _CE_TARGET, reduction=r),
          _ce_ref(_reduction), (5, 4), name=f"cross_entropy(reduction={_reduction!r})",
          torch_ref=lambda z, r=_reduction: _nnf("cross_entropy")(z, _t("tensor")(_CE_TARGET), reduction=r))
+    case("nll_loss", lambda p, r=_reduction: dg.nn.functional.nll_loss(p, _CE_TARGET, reduction=r),
+         _nll_ref(_reduction), (5, 4), name=f"nll_loss(reduction={_reduction!r})",
+         torch_ref=lambda p, r=_reduction: _nnf("nll_loss")(p, _t("tensor")(_CE_TARGET), reduction=r))
 
 # -- shape
 case("reshape", lambda x: dg.reshape(x, (3, 2)), lambda x: x.reshape(3, 2), (2, 3),
@@ -268,7 +293,6 @@ COMPOSITES = [
     Case("amin", lambda x: dg.amin(x, axis=-1), lambda x: np.amin(x, axis=-1), ((3, 4),)),
     Case("true_divide", dg.true_divide, np.true_divide, ((3,), (3,)), low=0.5),
     Case("softmax", lambda x: dg.softmax(x, axis=0), lambda x: np.exp(x) / np.exp(x).sum(0), ((3, 2),)),
-    Case("log_softmax", dg.log_softmax, lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True)), ((2, 3),)),
     Case("logsumexp", lambda x: dg.logsumexp(x, axis=(0, 1)), lambda x: np.log(np.exp(x).sum((0, 1))), ((2, 3, 2),)),
     Case("flip", lambda x: dg.flip(x, 1), lambda x: np.flip(x, 1), ((2, 3),)),
     Case("flip", dg.flip, np.flip, ((2, 3),)),

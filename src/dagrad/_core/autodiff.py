@@ -9,11 +9,14 @@ on ids or sets.
 from __future__ import annotations
 
 import itertools
+import math
 from heapq import heappop, heappush
+from sys import getrefcount
 
 import numpy as np
 
 from . import op as _op_module
+from . import tensor as _tensor_module
 from .errors import _provenance, location, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
@@ -63,7 +66,7 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
     each visited node's inputs as it goes, releasing the values they kept alive (as
     PyTorch frees saved tensors during the backward pass).
     """
-    symbolic = any(is_symbolic(root) for root in roots)  # building a static graph's gradient
+    symbolic = is_symbolic(roots[0]) if len(roots) == 1 else any(is_symbolic(root) for root in roots)
     if symbolic:
         previous_origin = _provenance.origin
         try:
@@ -180,7 +183,7 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         )
     shape, dtype = tensor.shape, tensor.dtype
     if grad is None:
-        if int(np.prod(shape)) != 1:
+        if None in shape or math.prod(shape) != 1:
             raise ValueError(
                 f"backward(): grad can be created implicitly only for a one-element output, got shape {shape}; "
                 f"pass grad= of that shape (at {user_line()})"
@@ -211,11 +214,27 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
             leaf.grad = ct if leaf.grad is None else leaf.grad + ct
         return
     leaves = reverse_sweep([tensor], [seed], 0, free=not retain_graph)
-    for leaf, ct in leaves.items():
-        if leaf.grad is None:
-            leaf.grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)
-        else:
+    for leaf, ct, references in _with_references(leaves):
+        if leaf.grad is not None:
             leaf.grad = _leaf(leaf.grad.numpy() + ct, False)
+        elif (references <= _SOLE and type(ct) is np.ndarray and ct.base is None and ct.flags.writeable
+              and ct.dtype == leaf._value.dtype):
+            leaf.grad = _leaf(ct, False)  # a fresh array no one else holds: kept without a copy
+        else:
+            leaf.grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)  # shared (the seed, an input, ...)
+
+
+def _with_references(mapping):
+    """(key, value, reference count of value) for each entry. A gradient that only the sweep's
+    result refers to is a fresh array a rule made, and `.grad` can keep it without a copy, as
+    PyTorch's AccumulateGrad steals a gradient nothing else uses; the count is compared with
+    _SOLE, measured through this same function, so it holds however CPython counts."""
+    for key, value in mapping.items():
+        yield key, value, getrefcount(value)
+
+
+_SOLE = next(_with_references({None: np.empty(1)}))[2]  # the count of a value only the mapping holds
+_tensor_module._backward = backward
 
 
 # ---------------------------------------------------------------- pytrees

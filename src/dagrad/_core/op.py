@@ -143,6 +143,25 @@ def _result(op, out, inputs, attrs, record, level=0):
 
 def apply(op, args, attrs=None):
     """Runs `op` on `args` (a tuple), dispatching on the highest transform level present."""
+    # the common case in one pass: eager Tensors (level 0, not a static graph's) and plain values
+    values = []
+    boxed = record = False
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._level or a._symbolic:
+                return _apply_traced(op, args, attrs)
+            boxed = True
+            record = record or a._requires_grad
+            values.append(a._value)
+        else:
+            values.append(a)
+    if not boxed:
+        return _call_forward(op, args, attrs)
+    return _result(op, _call_forward(op, values, attrs), args, attrs, record and op.differentiable)
+
+
+def _apply_traced(op, args, attrs):
+    """apply() where a transform's box or a static graph's node is among the arguments."""
     top = None
     symbolic = False
     for a in args:

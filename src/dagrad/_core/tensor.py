@@ -15,6 +15,9 @@ import numpy as np
 
 from .errors import user_line
 
+# eager reverse mode, set by .autodiff (which imports this module, so it cannot be imported here)
+_backward = None
+
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
 
 
@@ -234,9 +237,7 @@ class Tensor:
         >>> x.grad
         tensor(6.)
         """
-        from .autodiff import backward
-
-        backward(self, grad, retain_graph, create_graph)
+        _backward(self, grad, retain_graph, create_graph)
 
     def __repr__(self):
         arr = np.asarray(self.numpy())

@@ -24,9 +24,9 @@ from .._core.tensor import Tensor, is_symbolic
 from ..function import Function
 from ..ops.elementwise import astype, clip, equal, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.linalg import matmul
-from ..ops.nn import cross_entropy_indices as _cross_entropy_op
 from ..ops.nn import linear as _linear_op
 from ..ops.nn import log_softmax
+from ..ops.nn import nll_indices as _nll_op
 from ..ops.reduce import argmax, mean, sum, var
 from ..ops.shape import expand_dims, getitem, reshape, transpose
 
@@ -396,6 +396,20 @@ def _pick(logp, target, where):
     return -sum(logp * one_hot, axis=-1)
 
 
+def _rows_of_indices(input, target, reduction, where):
+    """The checked integer targets when `input` is (N, C) with N class indices and a known reduction
+    (the case one `nll_loss` node computes), else None."""
+    xs = _shape(input)
+    if not (len(xs) == 2 and xs[1] is not None and reduction in ("mean", "sum", "none")
+            and dtype_of(target).kind in "iu" and len(_shape(target)) == 1):
+        return None
+    if tuple(_shape(target)) != (xs[0],) and None not in (xs[0], _shape(target)[0]):
+        raise ValueError(f"{where}: target of shape {tuple(_shape(target))} does not match the input's "
+                         f"batch shape ({xs[0]},) (input {xs}) at {user_line()}")
+    checked = _class_targets(target, xs[1], where)
+    return target if checked is None else checked
+
+
 def nll_loss(input, target, reduction="mean"):
     """Negative log-likelihood of integer `target` under log-probabilities `input` (N, C).
 
@@ -403,6 +417,9 @@ def nll_loss(input, target, reduction="mean"):
     >>> nll_loss(dg.tensor(np.log([[0.5, 0.5], [0.25, 0.75]])), np.array([0, 1])).item()  # doctest: +ELLIPSIS
     0.490...
     """
+    indices = _rows_of_indices(input, target, reduction, "nll_loss")
+    if indices is not None:
+        return _nll_op(input, indices, reduction)  # one primitive node (see ops/nn.py)
     return _reduce(_pick(input, target, "nll_loss"), reduction, "nll_loss")
 
 
@@ -423,14 +440,9 @@ def cross_entropy(input, target, reduction="mean"):
     """
     xs = _shape(input)
     axis = -1 if len(xs) == 1 else 1
-    if (len(xs) == 2 and xs[1] is not None and reduction in ("mean", "sum", "none")
-            and dtype_of(target).kind in "iu" and len(_shape(target)) == 1):
-        # the common case as one primitive op (see ops/nn.py); the same values as the composite below
-        if tuple(_shape(target)) != (xs[0],) and None not in (xs[0], _shape(target)[0]):
-            raise ValueError(f"cross_entropy: target of shape {tuple(_shape(target))} does not match the input's "
-                             f"batch shape ({xs[0]},) (input {xs}) at {user_line()}")
-        checked = _class_targets(target, xs[1], "cross_entropy")
-        return _cross_entropy_op(input, target if checked is None else checked, reduction)
+    indices = _rows_of_indices(input, target, reduction, "cross_entropy")
+    if indices is not None:
+        return _nll_op(log_softmax(input, axis=1), indices, reduction)  # two primitive nodes
     logp = log_softmax(input, axis=axis)
     if dtype_of(target).kind == "f":  # probabilities
         if _shape(target) != xs:

@@ -74,23 +74,23 @@ class Module:
                 f"{type(self).__name__}: call super().__init__() before assigning attributes (at {user_line()})"
             )
         params, modules, buffers = self._parameters, self._modules, self._buffers
+        # Registered values live in their table and, as a mirror, in the instance dict, so that
+        # reading `self.weight` in forward is a plain attribute lookup (__getattr__ costs a failed
+        # lookup and a Python call, on every layer of every step)
         if name in buffers and (value is None or isinstance(value, Tensor)) and not isinstance(value, Parameter):
             buffers[name] = value  # assigning to a buffer replaces the buffer, as PyTorch
-            return
-        if name in params and value is None:
+        elif name in params and value is None:
             params[name] = None  # an absent parameter (e.g. bias=False) stays registered as absent
-            return
-        for table in (params, modules, buffers):
-            table.pop(name, None)
-        self.__dict__.pop(name, None)
-        if isinstance(value, Parameter):
-            params[name] = value
-        elif isinstance(value, Module):
-            modules[name] = value
         else:
-            object.__setattr__(self, name, value)
+            for table in (params, modules, buffers):
+                table.pop(name, None)
+            if isinstance(value, Parameter):
+                params[name] = value
+            elif isinstance(value, Module):
+                modules[name] = value
+        object.__setattr__(self, name, value)
 
-    def __getattr__(self, name):  # only called when normal lookup fails
+    def __getattr__(self, name):  # only called when normal lookup fails (a table changed directly)
         d = self.__dict__
         for table in ("_parameters", "_modules", "_buffers"):
             if table in d and name in d[table]:
@@ -98,11 +98,13 @@ class Module:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name):
+        registered = False
         for table in (self._parameters, self._modules, self._buffers):
             if name in table:
                 del table[name]
-                return
-        object.__delattr__(self, name)
+                registered = True
+        if name in self.__dict__ or not registered:
+            object.__delattr__(self, name)
 
     def register_parameter(self, name, param):
         """Registers `param` (a Parameter, or None for an absent one such as `bias=False`)."""
@@ -125,10 +127,10 @@ class Module:
         """
         if not isinstance(value, Tensor) and value is not None:
             value = Tensor(value)
-        self.__dict__.pop(name, None)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         self._buffers[name] = value
+        object.__setattr__(self, name, value)
 
     def __setstate__(self, state):  # pragma: no cover - modules are not pickled by dagrad
         self.__dict__.update(state)

@@ -1,5 +1,5 @@
-"""Softmax family (composites of primitives, shifted by the maximum so inputs of 1e3 stay finite)
-and `linear`, a primitive for speed."""
+"""Softmax family (shifted by the maximum so inputs of 1e3 stay finite; `log_softmax` a primitive),
+and `linear` and `nll_loss`, primitives for speed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from .._core.op import apply, defop, public
 from .._core.shapes import dtype_of, normalize_axis, shape_of
 from .._core.tensor import Tensor
-from .elementwise import astype, equal, exp, isfinite, log, ones_like, stop_gradient, where
+from .elementwise import equal, exp, isfinite, log, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
 from .reduce import max, sum
 from .shape import expand_dims, getitem, reshape, transpose
@@ -42,9 +42,32 @@ def softmax(x, axis=-1):
     return e / sum(e, axis=axes, keepdims=True)
 
 
+# -- log_softmax: one node whose backward reads its own output (softmax = exp(out)), as PyTorch's
+# does. The composite x - logsumexp(x) is eight nodes and recomputes the softmax going back.
+def _log_softmax_forward(x, axis):
+    shift = np.max(x, axis=axis, keepdims=True)
+    if not np.isfinite(shift).all():
+        shift = np.where(np.isfinite(shift), shift, 0)
+    return x - (np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift)  # logsumexp's order
+
+
+_log_softmax = defop(
+    "log_softmax",
+    _log_softmax_forward,
+    vjp=(lambda g, out, x, axis: g - exp(out) * sum(g, axis=axis, keepdims=True),),
+    jvp=(lambda t, out, x, axis: t - sum(exp(out) * t, axis=axis, keepdims=True),),
+    shape=lambda x, axis: tuple(x),
+)
+
+
+@public(_log_softmax)
 def log_softmax(x, axis=-1):
-    """x - logsumexp(x) along `axis`, finite for large inputs, as `torch.log_softmax`."""
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    """x - logsumexp(x) along `axis`, finite for large inputs, as `torch.log_softmax`.
+
+    >>> log_softmax(np.array([0.0, np.log(3.0)])).round(4)
+    array([-1.3863, -0.2877])
+    """
+    return apply(_log_softmax, (x,), {"axis": normalize_axis(axis, len(shape_of(x)), "log_softmax")})
 
 
 # -- linear: x @ w.T + b in one node. A composite (transpose, matmul, add) would cost six nodes
@@ -65,6 +88,8 @@ def _linear_shape(x, w, b):
 
 
 def _linear_grad_w(g, out, x, w, b):
+    if type(g) is np.ndarray and type(x) is np.ndarray and x.ndim == 2:
+        return np.matmul(g.T, x)  # plain arrays (a first-order backward): NumPy directly, as below
     if len(shape_of(x)) == 2:
         return matmul(transpose(g), x)
     batch = "abcdefgh"[: len(shape_of(x)) - 1]  # every batch entry's rows together (sizes may be unknown)
@@ -72,6 +97,8 @@ def _linear_grad_w(g, out, x, w, b):
 
 
 def _linear_grad_b(g, out, x, w, b):
+    if type(g) is np.ndarray:
+        return g.sum(axis=tuple(range(g.ndim - 1))) if g.ndim > 1 else g
     rank = len(shape_of(g))
     return sum(g, axis=tuple(range(rank - 1))) if rank > 1 else g
 
@@ -95,28 +122,27 @@ def linear(x, weight, bias=None):
     return apply(_linear, (x, weight, bias))
 
 
-# -- softmax cross-entropy against integer class indices, for (N, C) logits: one node. The
-# composite (log_softmax, pick, mean) is a dozen nodes; a training step of small layers spends
-# more time walking them than computing. The gradient is (softmax - one-hot) times the upstream
-# gradient, written with dagrad's ops so that it is differentiated again at higher orders.
-def _cross_entropy_forward(z, target, reduction):
-    shift = np.max(z, axis=1, keepdims=True)
-    shift = np.where(np.isfinite(shift), shift, 0)
-    lse = np.log(np.sum(np.exp(z - shift), axis=1, keepdims=True)) + shift
-    loss = -((z - lse)[np.arange(len(target)), target])  # the composite's operations, in its order
+# -- negative log-likelihood of integer class indices, for (N, C) log-probabilities: one node.
+# Softmax cross-entropy is nll(log_softmax(z)): two nodes, where the composite (reshape, fancy
+# index, negate, mean) would be a dozen, and a training step of small layers spends more time
+# walking nodes than computing.
+def _nll_forward(logp, target, reduction):
+    loss = -logp[np.arange(len(target)), target]
     if reduction == "none":
         return loss
     total = np.sum(loss)
     return total / len(target) if reduction == "mean" else total
 
 
-def _cross_entropy_shape(z, target, reduction):
-    return (z[0],) if reduction == "none" else ()
+def _nll_shape(logp, target, reduction):
+    return (logp[0],) if reduction == "none" else ()
 
 
-def _one_hot(target, z):
-    # dagrad's ops: on arrays they compute, on a static graph's integer placeholder they build nodes
-    return astype(equal(expand_dims(target, -1), np.arange(shape_of(z)[1])), dtype_of(z))
+def _at_targets(target, logp, values):
+    """logp's shape, holding `values` (broadcast) at [i, target[i]] and +0.0 elsewhere. Written with
+    dagrad's ops: on arrays they compute, on a static graph's integer placeholder they build nodes."""
+    picked = equal(expand_dims(target, -1), np.arange(shape_of(logp)[1]))
+    return where(picked, values, np.zeros((), dtype_of(logp)))
 
 
 def _rows(z):
@@ -127,42 +153,32 @@ def _rows(z):
     return sum(ones_like(getitem(z, (slice(None), 0))))
 
 
-def _cross_entropy_vjp(g, out, z, target, reduction):
-    if type(z) is np.ndarray and type(target) is np.ndarray:
-        # a first-order backward on plain arrays (the training loop's case): NumPy directly, which
-        # is the same arithmetic as the dagrad ops below in fewer calls
-        shift = np.max(z, axis=1, keepdims=True)
-        e = np.exp(z - np.where(np.isfinite(shift), shift, 0))
-        delta = e / np.sum(e, axis=1, keepdims=True)
-        delta[np.arange(len(target)), target] -= 1
-        if reduction == "none":
-            return delta * np.expand_dims(g, -1)
-        return delta * (g / len(target) if reduction == "mean" else g)
-    delta = softmax(z, axis=1) - _one_hot(target, z)
+def _nll_vjp(g, out, logp, target, reduction):
+    if type(logp) is np.ndarray and type(target) is np.ndarray and isinstance(g, (np.ndarray, np.generic)):
+        # plain arrays (a first-order backward, the training loop's case): the same values as the
+        # dagrad-op form below, in two NumPy calls
+        n = len(target)
+        grad = np.zeros_like(logp)
+        grad[np.arange(n), target] = -(g / n if reduction == "mean" else g)
+        return grad
     if reduction == "none":
-        return delta * expand_dims(g, -1)
-    return delta * (g / _rows(z) if reduction == "mean" else g)
+        return _at_targets(target, logp, -expand_dims(g, -1))
+    return _at_targets(target, logp, -(g / _rows(logp) if reduction == "mean" else g))
 
 
-def _cross_entropy_jvp(t, out, z, target, reduction):
-    per_row = sum((softmax(z, axis=1) - _one_hot(target, z)) * t, axis=1)
+def _nll_jvp(t, out, logp, target, reduction):
+    per_row = -sum(_at_targets(target, logp, t), axis=1)
     if reduction == "none":
         return per_row
     total = sum(per_row)
-    return total / _rows(z) if reduction == "mean" else total
+    return total / _rows(logp) if reduction == "mean" else total
 
 
-_cross_entropy = defop(
-    "cross_entropy",
-    _cross_entropy_forward,
-    vjp=(_cross_entropy_vjp, None),
-    jvp=(_cross_entropy_jvp, None),
-    shape=_cross_entropy_shape,
-)
+_nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape)
 
 
-@public(_cross_entropy)
-def cross_entropy_indices(z, target, reduction="mean"):
-    """Softmax cross-entropy of (N, C) logits against N integer class indices (already checked)."""
+@public(_nll)
+def nll_indices(logp, target, reduction="mean"):
+    """Negative log-likelihood of (N, C) log-probabilities at N integer class indices (already checked)."""
     target = target if isinstance(target, Tensor) else np.asarray(target)
-    return apply(_cross_entropy, (z, target), {"reduction": reduction})
+    return apply(_nll, (logp, target), {"reduction": reduction})
