@@ -442,11 +442,11 @@ def test_oracle_losses(reduction):
     p = RNG.uniform(0.05, 0.95, (5, 4))
     tgt = RNG.uniform(0, 1, (5, 4))
     cases = [
-        (lambda a: F.cross_entropy(a, labels, reduction), lambda a: tf.cross_entropy(a, torch.tensor(labels),
+        (lambda a: F.cross_entropy(a, labels, reduction=reduction), lambda a: tf.cross_entropy(a, torch.tensor(labels),
                                                                                        reduction=reduction), logits),
-        (lambda a: F.cross_entropy(a, probs, reduction), lambda a: tf.cross_entropy(a, torch.tensor(probs),
+        (lambda a: F.cross_entropy(a, probs, reduction=reduction), lambda a: tf.cross_entropy(a, torch.tensor(probs),
                                                                                       reduction=reduction), logits),
-        (lambda a: F.nll_loss(dg.log_softmax(a, axis=1), labels, reduction),
+        (lambda a: F.nll_loss(dg.log_softmax(a, axis=1), labels, reduction=reduction),
          lambda a: tf.nll_loss(torch.log_softmax(a, 1), torch.tensor(labels), reduction=reduction), logits),
         (lambda a: F.mse_loss(a, tgt, reduction), lambda a: tf.mse_loss(a, torch.tensor(tgt), reduction=reduction),
          logits),
@@ -455,7 +455,7 @@ def test_oracle_losses(reduction):
     ]
     spatial = RNG.standard_normal((2, 4, 3))
     spatial_labels = np.array([[0, 3, 1], [2, 2, 0]])
-    cases.append((lambda a: F.cross_entropy(a, spatial_labels, reduction),
+    cases.append((lambda a: F.cross_entropy(a, spatial_labels, reduction=reduction),
                   lambda a: tf.cross_entropy(a, torch.tensor(spatial_labels), reduction=reduction), spatial))
     for ours, theirs, x in cases:
         xt = torch.tensor(x, requires_grad=True)
@@ -492,3 +492,108 @@ def test_oracle_default_initialisation_distributions():
                 assert np.abs(values).max() <= bound * (1 + 1e-6), name
                 if name == "weight":
                     assert np.abs(values).max() > 0.95 * bound, name
+
+
+# -- class weights, ignore_index and label smoothing (PyTorch's options of cross_entropy / nll_loss)
+def _weighted_ce_reference(x, t, weight, ignore_index, reduction, smoothing):
+    """PyTorch's formulas, in NumPy, for (N, C) logits and class indices."""
+    logp = x - x.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    c = x.shape[1]
+    w = np.ones(c) if weight is None else weight
+    counted = t != ignore_index
+    safe = np.where(counted, t, 0)
+    tw = np.where(counted, w[safe], 0.0)
+    nll = np.where(counted, -logp[np.arange(len(t)), safe] * tw, 0.0)
+    spread = np.where(counted, -(logp * w).sum(1), 0.0)
+    if reduction == "mean":
+        nll, spread = nll.sum() / tw.sum(), spread.sum() / tw.sum()
+    elif reduction == "sum":
+        nll, spread = nll.sum(), spread.sum()
+    return (1 - smoothing) * nll + smoothing / c * spread
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_options_match_pytorchs_formulas(reduction, weighted, ignore_index, smoothing):
+    x = RNG.standard_normal((6, 4))
+    t = np.array([0, 3, ignore_index, 1, 2, 3])
+    weight = np.array([0.5, 1.0, 2.0, 1.5]) if weighted else None
+    got = F.cross_entropy(dg.tensor(x), t, None if weight is None else dg.tensor(weight),
+                          ignore_index=ignore_index, reduction=reduction, label_smoothing=smoothing)
+    expected = _weighted_ce_reference(x, t, weight, ignore_index, reduction, smoothing)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-15)
+    if not smoothing:
+        logp = dg.log_softmax(dg.tensor(x), axis=1)
+        nll = F.nll_loss(logp, t, None if weight is None else dg.tensor(weight), ignore_index=ignore_index,
+                         reduction=reduction)
+        np.testing.assert_allclose(nll.numpy(), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_cross_entropy_options_are_differentiable_twice():
+    t = np.array([0, 3, -100, 1, 2])
+    weight = dg.tensor([0.5, 1.0, 2.0, 1.5])
+    x = dg.tensor(RNG.standard_normal((5, 4)), requires_grad=True)
+    assert dg.gradcheck(lambda z: F.cross_entropy(z, t, weight, label_smoothing=0.1), x, order=2)
+    x3 = dg.tensor(RNG.standard_normal((2, 4, 3)), requires_grad=True)  # (N, C, d): classes on axis 1
+    t3 = np.array([[0, 3, -100], [1, 1, 2]])
+    assert dg.gradcheck(lambda z: F.cross_entropy(z, t3, weight, reduction="sum", label_smoothing=0.2), x3, order=2)
+
+
+def test_ignored_labels_only_are_allowed_outside_the_class_range():
+    logits = dg.tensor(np.zeros((3, 4)))
+    assert F.cross_entropy(logits, np.array([0, -100, 1])).item() == pytest.approx(np.log(4))
+    with pytest.raises(IndexError, match=r"class indices in \[0, 3\].*got -1"):
+        F.cross_entropy(logits, np.array([0, -1, -100]))
+    with pytest.raises(ValueError, match="weight must hold one value per class, shape \\(4,\\)"):
+        F.cross_entropy(logits, np.array([0, 1, 2]), dg.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="label_smoothing must be in \\[0, 1\\]"):
+        F.cross_entropy(logits, np.array([0, 1, 2]), label_smoothing=1.5)
+    with pytest.raises(TypeError, match="reduction by keyword"):
+        F.cross_entropy(logits, np.array([0, 1, 2]), "sum")  # PyTorch's third argument is the weight
+    with pytest.raises(ValueError, match="ignore_index applies to class-index targets"):
+        F.cross_entropy(logits, np.full((3, 4), 0.25), ignore_index=1)
+
+
+def test_ignore_index_in_a_static_graph_is_read_when_it_runs():
+    X = RNG.standard_normal((5, 4))
+    Y = np.array([0, -100, 2, 3, -100])
+    g = dg.Graph()
+    with g:
+        x = dg.placeholder(shape=(None, 4), name="x")
+        y = dg.placeholder(shape=(None,), dtype="int64", name="y")
+        loss = F.cross_entropy(x, y)
+        (gx,) = dg.gradients(loss, [x])
+    got, got_gx = dg.Session(g).run([loss, gx], feed_dict={x: X, y: Y})
+    xt = dg.tensor(X, requires_grad=True)
+    eager = F.cross_entropy(xt, Y)
+    eager.backward()
+    np.testing.assert_allclose(got, eager.item(), rtol=1e-12)
+    np.testing.assert_allclose(got_gx, xt.grad.numpy(), rtol=1e-12, atol=1e-15)
+    assert np.all(got_gx[[1, 4]] == 0)
+
+
+def test_cross_entropy_options_against_pytorch():
+    torch = _torch()
+    x = RNG.standard_normal((6, 4))
+    x3 = RNG.standard_normal((2, 4, 3))
+    w = np.array([0.5, 1.0, 2.0, 1.5])
+    probs = RNG.random((6, 4))
+    probs /= probs.sum(1, keepdims=True)
+    cases = [
+        (x, np.array([0, 3, -100, 1, 2, 3]), {"weight": w, "label_smoothing": 0.2}),
+        (x, np.array([0, 3, 2, 1, 2, 3]), {"weight": w, "ignore_index": 3, "reduction": "sum"}),
+        (x3, np.array([[0, 3, -100], [1, 1, 2]]), {"weight": w, "reduction": "none", "label_smoothing": 0.1}),
+        (x, probs, {"weight": w, "label_smoothing": 0.3}),
+    ]
+    for logits, target, options in cases:
+        weight = options.pop("weight")
+        xd, xt = dg.tensor(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+        ours = F.cross_entropy(xd, target, dg.tensor(weight), **options)
+        theirs = torch.nn.functional.cross_entropy(xt, torch.tensor(target), torch.tensor(weight), **options)
+        ours.sum().backward()
+        theirs.sum().backward()
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-15)

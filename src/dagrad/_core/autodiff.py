@@ -114,11 +114,11 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
             _provenance.origin = _origin(node)
         attrs = node.attrs
         rules = node.op.vjp
-        if len(inputs) == 1 and not graph_mode and attrs is None and type(rules) is tuple:
+        if len(inputs) == 1 and not graph_mode and type(rules) is tuple:
             # the hot path, kept apart from the general loop below for speed (per-op overhead is a
             # headline figure): a recorded unary op's input is a box of this level needing grad
             a = inputs[0]
-            ct = rules[0](g, node._value, a._value)
+            ct = rules[0](g, node._value, a._value) if attrs is None else rules[0](g, node._value, a._value, **attrs)
             if check:
                 check_gradient(node, 0, ct)
             if ct.shape != a._value.shape:

@@ -22,7 +22,8 @@ from .._core.errors import user_line
 from .._core.shapes import dtype_of, shape_of
 from .._core.tensor import Tensor, is_symbolic
 from ..function import Function
-from ..ops.elementwise import astype, clip, equal, log, maximum, relu, sigmoid, sqrt, tanh, where
+from ..ops.elementwise import astype, clip, equal, log, maximum, not_equal, relu, sigmoid, sqrt, tanh, where
+from ..ops.elementwise import where as _where  # some functions here name a parameter `where`
 from ..ops.linalg import matmul
 from ..ops.nn import linear as _linear_op
 from ..ops.nn import log_softmax
@@ -357,48 +358,27 @@ def embedding(indices, weight):
 
 
 # -- losses
-def _class_targets(target, n_classes, where):
-    """Integer targets as a concrete array checked to be in range, or None when symbolic."""
+def _class_targets(target, n_classes, where, ignore_index=None):
+    """(integer targets as a concrete array, each a class in range or equal to `ignore_index`;
+    whether any equals ignore_index), or (None, None) when the targets are symbolic."""
     if not _is_concrete(target):
-        return None
+        return None, None
     t = _values(target)
     if t.dtype.kind not in "iu":
         raise TypeError(f"{where}: class-index targets must be integers, got dtype {t.dtype} at {user_line()}")
-    if t.size and (t.min() < 0 or t.max() >= n_classes):
-        bad = t[(t < 0) | (t >= n_classes)]
-        raise IndexError(f"{where}: target labels must be class indices in [0, {n_classes - 1}] (the input has "
-                         f"{n_classes} classes), got {bad.ravel()[0]} at {user_line()}")
-    return t
+    # one reduction instead of min and max: read as unsigned, a negative label is larger than any class
+    if t.size and t.view(t.dtype.str.replace("i", "u")).max() >= n_classes:
+        bad = t[((t < 0) | (t >= n_classes)) & (t != ignore_index)]
+        if bad.size:
+            raise IndexError(f"{where}: target labels must be class indices in [0, {n_classes - 1}] (the input has "
+                             f"{n_classes} classes), got {bad.ravel()[0]} at {user_line()}")
+        return t, True
+    return t, ignore_index is not None and 0 <= ignore_index < n_classes and bool((t == ignore_index).any())
 
 
-def _pick(logp, target, where):
-    """-logp[i, target[i]] for (N, C) or (C,) log-probabilities and integer targets."""
-    ls = _shape(logp)
-    c = ls[-1] if len(ls) == 1 else ls[1]
-    if len(ls) > 2:  # (N, C, d1, ...) -> (N, d1, ..., C)
-        perm = (0,) + tuple(range(2, len(ls))) + (1,)
-        logp = transpose(logp, perm)
-        ls = _shape(logp)
-    t = _class_targets(target, c, where)
-    expected = ls[:-1]
-    tshape = _shape(target)
-    if tuple(tshape) != tuple(expected) and None not in expected + tuple(tshape):
-        raise ValueError(f"{where}: target of shape {tuple(tshape)} does not match the input's batch shape "
-                         f"{tuple(expected)} (input {ls}) at {user_line()}")
-    if t is not None and None not in ls:
-        if len(ls) == 1:
-            return -getitem(logp, int(t))
-        flat = reshape(logp, (-1, c))
-        picked = getitem(flat, (np.arange(flat.shape[0]), t.reshape(-1)))
-        return -reshape(picked, ls[:-1])
-    # symbolic targets (static graphs, compile): a one-hot mask made with dagrad ops
-    one_hot = astype(equal(expand_dims(target, -1), np.arange(c)), dtype_of(logp))
-    return -sum(logp * one_hot, axis=-1)
-
-
-def _rows_of_indices(input, target, reduction, where):
-    """The checked integer targets when `input` is (N, C) with N class indices and a known reduction
-    (the case one `nll_loss` node computes), else None."""
+def _rows_of_indices(input, target, reduction, where, ignore_index=-100):
+    """The checked integer targets when `input` is (N, C) with N class indices none of which is
+    ignore_index, and a known reduction (the case one `nll_loss` node computes), else None."""
     xs = _shape(input)
     if not (len(xs) == 2 and xs[1] is not None and reduction in ("mean", "sum", "none")
             and dtype_of(target).kind in "iu" and len(_shape(target)) == 1):
@@ -406,30 +386,98 @@ def _rows_of_indices(input, target, reduction, where):
     if tuple(_shape(target)) != (xs[0],) and None not in (xs[0], _shape(target)[0]):
         raise ValueError(f"{where}: target of shape {tuple(_shape(target))} does not match the input's "
                          f"batch shape ({xs[0]},) (input {xs}) at {user_line()}")
-    checked = _class_targets(target, xs[1], where)
-    return target if checked is None else checked
+    checked, ignored = _class_targets(target, xs[1], where, ignore_index)
+    if checked is None or ignored:
+        return None  # ignored labels (or symbolic ones, which may be) take the general form
+    return checked
 
 
-def nll_loss(input, target, reduction="mean"):
-    """Negative log-likelihood of integer `target` under log-probabilities `input` (N, C).
+def _classes_last(x, where):
+    """(N, C, d1, ...) -> (N, d1, ..., C); (N, C) and (C,) as they are. Returns x and C."""
+    xs = _shape(x)
+    if not xs:
+        raise ValueError(f"{where}: input must have a class axis, got a 0-d input at {user_line()}")
+    if len(xs) > 2:
+        x = transpose(x, (0,) + tuple(range(2, len(xs))) + (1,))
+    return x, xs[-1] if len(xs) == 1 else xs[1]
+
+
+def _check_weight(weight, c, where):
+    if isinstance(weight, str):
+        raise TypeError(f"{where}: the third argument is the class weight (as in PyTorch), got {weight!r}; pass "
+                        f"the reduction by keyword, reduction={weight!r} (at {user_line()})")
+    if weight is not None and tuple(_shape(weight)) != (c,):
+        raise ValueError(f"{where}: weight must hold one value per class, shape ({c},), got "
+                         f"{tuple(_shape(weight))} at {user_line()}")
+
+
+def _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing, where):
+    """PyTorch's nll_loss with class weights and ignore_index, plus cross_entropy's label smoothing,
+    for log-probabilities (N, C, ...) or (C,) and integer targets, with dagrad ops (any order of
+    derivative; symbolic targets too). The mean divides by the summed weights of the targets that
+    count, as PyTorch does."""
+    logp, c = _classes_last(logp, where)
+    _check_weight(weight, c, where)
+    expected, tshape = _shape(logp)[:-1], _shape(target)
+    if tuple(tshape) != tuple(expected) and None not in tuple(expected) + tuple(tshape):
+        raise ValueError(f"{where}: target of shape {tuple(tshape)} does not match the input's batch shape "
+                         f"{tuple(expected)} (input {_shape(logp)}) at {user_line()}")
+    checked, _ = _class_targets(target, c, where, ignore_index)
+    target = target if checked is None else checked
+    counted = not_equal(target, ignore_index)
+    one_hot = equal(expand_dims(_where(counted, target, 0), -1), np.arange(c))
+    zero = np.zeros((), dtype_of(logp))
+    if weight is None:
+        target_weight = astype(counted, dtype_of(logp))
+    else:
+        target_weight = _where(counted, sum(_where(one_hot, weight, zero), axis=-1), zero)
+    losses = [_where(counted, -sum(_where(one_hot, logp, zero), axis=-1) * target_weight, zero)]
+    if label_smoothing:
+        spread = -sum(logp if weight is None else logp * weight, axis=-1)
+        losses.append(_where(counted, spread, zero))
+    reduced = []
+    for loss in losses:
+        if reduction == "mean":
+            loss = sum(loss) / sum(target_weight)
+        elif reduction == "sum":
+            loss = sum(loss)
+        elif reduction != "none":
+            raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        reduced.append(loss)
+    if not label_smoothing:
+        return reduced[0]
+    return (1 - label_smoothing) * reduced[0] + (label_smoothing / c) * reduced[1]
+
+
+def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of integer `target` under log-probabilities `input` (N, C) (or (C,), or
+    (N, C, d...)), as `torch.nn.functional.nll_loss`: `weight` (C,) scales each class, targets equal
+    to `ignore_index` count for nothing, and the mean divides by the summed weights of the rest.
 
     >>> import dagrad as dg, numpy as np
-    >>> nll_loss(dg.tensor(np.log([[0.5, 0.5], [0.25, 0.75]])), np.array([0, 1])).item()  # doctest: +ELLIPSIS
+    >>> logp = dg.tensor(np.log([[0.5, 0.5], [0.25, 0.75]]))
+    >>> nll_loss(logp, np.array([0, 1])).item()  # doctest: +ELLIPSIS
     0.490...
+    >>> nll_loss(logp, np.array([0, -100])).item()  # the second row is ignored  # doctest: +ELLIPSIS
+    0.693...
     """
-    indices = _rows_of_indices(input, target, reduction, "nll_loss")
-    if indices is not None:
-        return _nll_op(input, indices, reduction)  # one primitive node (see ops/nn.py)
-    return _reduce(_pick(input, target, "nll_loss"), reduction, "nll_loss")
+    if weight is None:
+        indices = _rows_of_indices(input, target, reduction, "nll_loss", ignore_index)
+        if indices is not None:
+            return _nll_op(input, indices, reduction)  # one primitive node (see ops/nn.py)
+    return _weighted_nll(input, target, weight, ignore_index, reduction, 0.0, "nll_loss")
 
 
-def cross_entropy(input, target, reduction="mean"):
+def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy of logits `input` (N, C) (or (C,), or (N, C, d...)) against class
-    indices `target` (N,), or against class probabilities / one-hot rows of the input's shape.
+    indices `target` (N,), or against class probabilities / one-hot rows of the input's shape, as
+    `torch.nn.functional.cross_entropy`: `weight` (C,) scales each class, class indices equal to
+    `ignore_index` count for nothing, and `label_smoothing` mixes the target with the uniform
+    distribution over the C classes.
 
     Computed through `log_softmax`, so large logits stay finite. Labels outside [0, C-1]
-    raise an IndexError that names the range. In a static graph the target may be an
-    integer placeholder (a one-hot mask is built with dagrad ops).
+    (other than ignore_index) raise an IndexError that names the range. In a static graph the
+    target may be an integer placeholder (a one-hot mask is built with dagrad ops).
 
     >>> import dagrad as dg, numpy as np
     >>> x = dg.tensor([[1000.0, 0.0], [0.0, 0.0]], requires_grad=True)
@@ -437,19 +485,34 @@ def cross_entropy(input, target, reduction="mean"):
     >>> loss.backward()
     >>> round(loss.item(), 4), x.grad.numpy().round(3).tolist()
     (0.3466, [[0.0, 0.0], [0.25, -0.25]])
+    >>> round(cross_entropy(x, np.array([0, 1]), label_smoothing=0.1).item(), 4)
+    25.3466
     """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing} at {user_line()}")
     xs = _shape(input)
     axis = -1 if len(xs) == 1 else 1
-    indices = _rows_of_indices(input, target, reduction, "cross_entropy")
-    if indices is not None:
-        return _nll_op(log_softmax(input, axis=1), indices, reduction)  # two primitive nodes
+    if weight is None and not label_smoothing:
+        indices = _rows_of_indices(input, target, reduction, "cross_entropy", ignore_index)
+        if indices is not None:
+            return _nll_op(log_softmax(input, axis=1), indices, reduction)  # two primitive nodes
     logp = log_softmax(input, axis=axis)
-    if dtype_of(target).kind == "f":  # probabilities
-        if _shape(target) != xs:
-            raise ValueError(f"cross_entropy: probability targets must have the input's shape {xs}, got "
-                             f"{_shape(target)} at {user_line()}")
-        return _reduce(-sum(logp * target, axis=axis), reduction, "cross_entropy")
-    return _reduce(_pick(logp, target, "cross_entropy"), reduction, "cross_entropy")
+    if dtype_of(target).kind != "f":
+        return _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing, "cross_entropy")
+    # class probabilities
+    if ignore_index != -100:
+        raise ValueError(f"cross_entropy: ignore_index applies to class-index targets, not to probabilities "
+                         f"(as in PyTorch) at {user_line()}")
+    if _shape(target) != xs:
+        raise ValueError(f"cross_entropy: probability targets must have the input's shape {xs}, got "
+                         f"{_shape(target)} at {user_line()}")
+    c = xs[axis]
+    _check_weight(weight, c, "cross_entropy")
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    if weight is not None:
+        logp = logp * reshape(weight, (c,) + (1,) * (len(xs) - 2)) if len(xs) > 2 else logp * weight
+    return _reduce(-sum(logp * target, axis=axis), reduction, "cross_entropy")
 
 
 def mse_loss(input, target, reduction="mean"):

@@ -45,10 +45,11 @@ def softmax(x, axis=-1):
 # -- log_softmax: one node whose backward reads its own output (softmax = exp(out)), as PyTorch's
 # does. The composite x - logsumexp(x) is eight nodes and recomputes the softmax going back.
 def _log_softmax_forward(x, axis):
-    shift = np.max(x, axis=axis, keepdims=True)
+    x = np.asarray(x)
+    shift = x.max(axis=axis, keepdims=True)
     if not np.isfinite(shift).all():
         shift = np.where(np.isfinite(shift), shift, 0)
-    return x - (np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift)  # logsumexp's order
+    return x - (np.log(np.exp(x - shift).sum(axis=axis, keepdims=True)) + shift)  # logsumexp's order
 
 
 _log_softmax = defop(

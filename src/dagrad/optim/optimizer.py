@@ -226,7 +226,10 @@ class Optimizer:
 
     @property
     def _static(self):
-        return any(_is_variable(p) for g in self.param_groups for p in g["params"])
+        for g in self.param_groups:  # the parameters are all of one kind (add_param_group checks): the first tells
+            if g["params"]:
+                return _is_variable(g["params"][0])
+        return False
 
     def _params(self):
         return [p for g in self.param_groups for p in g["params"]]
