@@ -597,3 +597,53 @@ def test_cross_entropy_options_against_pytorch():
         theirs.sum().backward()
         np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
         np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-15)
+
+
+# -- conv2d dilation, groups and 'same'/'valid' padding; max_pool2d dilation and ceil_mode
+def test_gradcheck_dilated_grouped_conv_and_ceil_mode_pool():
+    x = dg.tensor(RNG.standard_normal((1, 2, 4, 3)), requires_grad=True)
+    w = dg.tensor(RNG.standard_normal((2, 1, 2, 2)), requires_grad=True)
+    assert dg.gradcheck(lambda x, w: F.conv2d(x, w, dilation=(2, 1), groups=2, padding="same"), x, w, order=2)
+    assert dg.gradcheck(lambda x: F.max_pool2d(x, 2, stride=2, dilation=(1, 2), ceil_mode=True), x, order=2)
+
+
+def test_grouped_conv_in_a_static_graph_with_unknown_batch_size():
+    X = RNG.standard_normal((3, 4, 6, 6))
+    W = RNG.standard_normal((6, 2, 3, 3))
+    g = dg.Graph()
+    with g:
+        x = dg.placeholder(shape=(None, 4, 6, 6), name="x")
+        out = F.max_pool2d(F.conv2d(x, dg.constant(W), groups=2, dilation=2, padding=1), 2, ceil_mode=True)
+    got = dg.Session(g).run(out, feed_dict={x: X})
+    eager = F.max_pool2d(F.conv2d(dg.tensor(X), dg.tensor(W), groups=2, dilation=2, padding=1), 2, ceil_mode=True)
+    np.testing.assert_allclose(got, eager.numpy(), rtol=1e-12)
+
+
+def test_conv_options_give_clear_errors():
+    with pytest.raises(ValueError, match=r"groups \(3\) must divide in_channels \(4\)"):
+        nn.Conv2d(4, 6, 3, groups=3)
+    with pytest.raises(ValueError, match="padding='same' needs stride 1"):
+        nn.Conv2d(1, 1, 3, stride=2, padding="same")(dg.tensor(np.zeros((1, 1, 5, 5))))
+    with pytest.raises(ValueError, match=r"smaller than the kernel's extent \(5, 5\)"):
+        F.conv2d(dg.tensor(np.zeros((1, 1, 4, 4))), dg.tensor(np.zeros((1, 1, 3, 3))), dilation=2)
+
+
+@pytest.mark.parametrize("groups, dilation, padding, stride", [
+    (2, 1, 1, 1), (4, 2, "same", 1), (1, (2, 1), "valid", 2), (2, 2, (1, 2), (1, 2)),
+])
+def test_oracle_conv2d_dilation_groups(groups, dilation, padding, stride):
+    torch = _torch()
+    x = RNG.standard_normal((2, 4, 7, 8))
+    conv = nn.Conv2d(4, 8, (3, 2), stride=stride, padding=padding, dilation=dilation, groups=groups)
+    ref = torch.nn.Conv2d(4, 8, (3, 2), stride=stride, padding=padding, dilation=dilation, groups=groups).double()
+    _compare(conv, ref, x)
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation, size", [
+    (2, 2, 0, 1, (7, 8)), (3, 2, 1, 1, (6, 6)), (2, 1, 0, 2, (5, 9)), (3, 2, 1, 2, (9, 7)),
+])
+def test_oracle_max_pool2d_ceil_mode_and_dilation(kernel, stride, padding, dilation, size):
+    torch = _torch()
+    x = RNG.standard_normal((2, 3) + size)
+    _compare(nn.MaxPool2d(kernel, stride, padding, dilation, ceil_mode=True),
+             torch.nn.MaxPool2d(kernel, stride, padding, dilation, ceil_mode=True), x)

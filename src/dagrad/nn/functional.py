@@ -116,53 +116,58 @@ def linear(x, weight, bias=None):
 _WINDOW_OPS = {}
 
 
-def _window_ops(kh, kw, sh, sw, ph=0, pw=0, fill=0.0):
-    """Im2Col for one kernel/stride/padding: (N, C, H, W), padded by (ph, pw) with `fill`, ->
-    (N, OH, OW, C, kh, kw). Linear in x apart from the constant padding; its adjoint is Col2Im."""
-    key = ("im2col", kh, kw, sh, sw, ph, pw, fill)
+def _window_ops(kernel, stride, dilation, pads, fill=0.0):
+    """Im2Col for one kernel (kh, kw), stride, dilation and padding (top, bottom, left, right):
+    (N, C, H, W), padded with `fill`, -> (N, OH, OW, C, kh, kw). Linear in x apart from the
+    constant padding; its adjoint is Col2Im."""
+    key = ("im2col", kernel, stride, dilation, pads, fill)
     if key in _WINDOW_OPS:
         return _WINDOW_OPS[key]
+    (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = kernel, stride, dilation, pads
+    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
 
     class Im2Col(Function):
         @staticmethod
         def forward(ctx, x):
             ctx.hw = x.shape[2:]
-            if ph or pw:
-                x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
-            windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+            if any(pads):
+                x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+            windows = sliding_window_view(x, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
             return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5))
 
         @staticmethod
         def backward(ctx, g):
-            return _col2im(kh, kw, sh, sw, ph, pw, *ctx.hw).apply(g)
+            return _col2im(kernel, stride, dilation, pads, *ctx.hw).apply(g)
 
         @staticmethod
         def jvp(ctx, t):
-            return _window_ops(kh, kw, sh, sw, ph, pw).apply(t)  # the padding is a constant: zero tangent
+            return _window_ops(kernel, stride, dilation, pads).apply(t)  # the padding is a constant: zero tangent
 
     _WINDOW_OPS[key] = Im2Col
     return Im2Col
 
 
-def _col2im(kh, kw, sh, sw, ph, pw, h, w):
-    key = ("col2im", kh, kw, sh, sw, ph, pw, h, w)
+def _col2im(kernel, stride, dilation, pads, h, w):
+    key = ("col2im", kernel, stride, dilation, pads, h, w)
     if key in _WINDOW_OPS:
         return _WINDOW_OPS[key]
+    (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = kernel, stride, dilation, pads
 
     class Col2Im(Function):
         @staticmethod
         def forward(ctx, g):
             n, oh, ow, c = g.shape[:4]
-            out = np.zeros((n, c, h + 2 * ph, w + 2 * pw), g.dtype)
+            out = np.zeros((n, c, h + top + bottom, w + left + right), g.dtype)
             gt = g.transpose(0, 3, 1, 2, 4, 5)  # (N, C, OH, OW, kh, kw)
             for i in range(kh):
                 for j in range(kw):
-                    out[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] += gt[:, :, :, :, i, j]
-            return out[:, :, ph:ph + h, pw:pw + w] if ph or pw else out
+                    out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += \
+                        gt[:, :, :, :, i, j]
+            return out[:, :, top:top + h, left:left + w]
 
         @staticmethod
         def backward(ctx, g):
-            return _window_ops(kh, kw, sh, sw, ph, pw).apply(g)
+            return _window_ops(kernel, stride, dilation, pads).apply(g)
 
         @staticmethod
         def jvp(ctx, t):
@@ -172,50 +177,101 @@ def _col2im(kh, kw, sh, sw, ph, pw, h, w):
     return Col2Im
 
 
-def _windows(x, kh, kw, sh, sw, ph, pw, fill, where):
+def _windows(x, kernel, stride, dilation, pads, fill, where):
     n, c, h, w = _shape(x)
-    if h is None or w is None or h + 2 * ph < kh or w + 2 * pw < kw:
-        raise ValueError(f"{where}: the input's spatial size {(h, w)} with padding {(ph, pw)} is smaller than the "
-                         f"kernel {(kh, kw)} at {user_line()}")
-    return _window_ops(kh, kw, sh, sw, ph, pw, fill).apply(x)
+    top, bottom, left, right = pads
+    extent = (dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1)
+    if h is None or w is None or h + top + bottom < extent[0] or w + left + right < extent[1]:
+        raise ValueError(f"{where}: the input's spatial size {(h, w)} with padding {(top + bottom, left + right)} is "
+                         f"smaller than the kernel's extent {extent} at {user_line()}")
+    return _window_ops(tuple(kernel), tuple(stride), tuple(dilation), tuple(pads), fill).apply(x)
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0):
+def _conv_padding(padding, kernel, stride, dilation):
+    """(top, bottom, left, right) from an int, a pair, 'valid' or 'same' (PyTorch's meanings: 'same'
+    pads by dilation * (k - 1) in all, the odd one at the bottom/right, and needs stride 1)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return 0, 0, 0, 0
+        if padding != "same":
+            raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+        if stride != (1, 1):
+            raise ValueError(f"conv2d: padding='same' needs stride 1 (as in PyTorch), got stride {stride}")
+        pads = []
+        for k, d in zip(kernel, dilation):
+            total = d * (k - 1)
+            pads += [total // 2, total - total // 2]
+        return tuple(pads)
+    ph, pw = _pair(padding, "padding")
+    return ph, ph, pw, pw
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution (cross-correlation, as `torch.nn.functional.conv2d`) of x (N, C, H, W)
-    with weight (O, C, kh, kw): im2col by stride tricks, then one matrix product.
+    with weight (O, C / groups, kh, kw): im2col by stride tricks, then one matrix product (a
+    batched one per group when groups > 1). `padding` is an int, a pair, 'valid' or 'same'.
 
     >>> import dagrad as dg, numpy as np
     >>> x = dg.tensor(np.arange(16.0).reshape(1, 1, 4, 4))
     >>> conv2d(x, dg.tensor(np.ones((1, 1, 2, 2))), stride=2)
     tensor([[[[10., 18.],
               [42., 50.]]]])
+    >>> conv2d(x, dg.tensor(np.ones((1, 1, 2, 2))), dilation=2).shape  # each tap 2 pixels apart
+    (1, 1, 2, 2)
     """
     xs, ws = _shape(x), _shape(weight)
     if len(ws) != 4:
-        raise ValueError(f"conv2d: weight must have shape (out_channels, in_channels, kh, kw), got {ws}")
-    o, c, kh, kw = ws
+        raise ValueError(f"conv2d: weight must have shape (out_channels, in_channels / groups, kh, kw), got {ws}")
+    o, cg, kh, kw = ws
+    groups = int(groups)
+    if groups < 1 or o % groups:
+        raise ValueError(f"conv2d: groups must be a positive divisor of the {o} output channels, got {groups} "
+                         f"at {user_line()}")
+    c = cg * groups
     if len(xs) != 4 or xs[1] != c:
         raise shape_error("conv2d", f"(N, {c}, H, W)", xs)
-    sh, sw = _pair(stride, "stride")
-    ph, pw = _pair(padding, "padding")
-    cols = _windows(x, kh, kw, sh, sw, ph, pw, 0.0, "conv2d")  # (N, OH, OW, C, kh, kw), zero padding
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    if min(stride + dilation) < 1:
+        raise ValueError(f"conv2d: stride {stride} and dilation {dilation} must be positive at {user_line()}")
+    pads = _conv_padding(padding, (kh, kw), stride, dilation)
+    cols = _windows(x, (kh, kw), stride, dilation, pads, 0.0, "conv2d")  # (N, OH, OW, C, kh, kw), zero padding
     oh, ow = _shape(cols)[1:3]
     n = xs[0]
-    out = matmul(reshape(cols, (-1, c * kh * kw)), transpose(reshape(weight, (o, c * kh * kw))))
+    k = cg * kh * kw
+    if groups == 1:
+        out = matmul(reshape(cols, (-1, k)), transpose(reshape(weight, (o, k))))
+    else:  # (G, rows, k) @ (G, k, O / G): each group's channels with its own filters
+        cols = transpose(reshape(cols, (-1, groups, k)), (1, 0, 2))
+        out = matmul(cols, transpose(reshape(weight, (groups, o // groups, k)), (0, 2, 1)))
+        out = reshape(transpose(out, (1, 0, 2)), (-1, o))
     out = transpose(reshape(out, (-1 if n is None else n, oh, ow, o)), (0, 3, 1, 2))
     if bias is not None:
         out = out + reshape(bias, (o, 1, 1))
     return out
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
+def _pool_pads(size, kernel, stride, dilation, pad, ceil_mode):
+    """(before, after) padding of one spatial axis: `pad` on both sides, plus, with ceil_mode, enough
+    after for one more window when one would start inside the input or the left padding (PyTorch's rule)."""
+    extent = dilation * (kernel - 1) + 1
+    span = size + 2 * pad - extent
+    out = -(-span // stride) + 1 if ceil_mode else span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return pad, max(pad, (out - 1) * stride + extent - size - pad)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Max over windows of x (N, C, H, W), as `torch.nn.functional.max_pool2d`: the gradient goes
-    to the first maximum of each window (PyTorch's choice), padding is -inf.
+    to the first maximum of each window (PyTorch's choice), padding is -inf; `dilation` spaces the
+    taps, `ceil_mode` keeps a last partial window.
 
     >>> import dagrad as dg, numpy as np
     >>> max_pool2d(dg.tensor(np.arange(16.0).reshape(1, 1, 4, 4)), 2)
     tensor([[[[ 5.,  7.],
               [13., 15.]]]])
+    >>> max_pool2d(dg.tensor(np.arange(25.0).reshape(1, 1, 5, 5)), 2, ceil_mode=True).shape
+    (1, 1, 3, 3)
     """
     xs = _shape(x)
     if len(xs) != 4:
@@ -223,9 +279,16 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(kernel_size if stride is None else stride, "stride")
     ph, pw = _pair(padding, "padding")
+    dh, dw = _pair(dilation, "dilation")
+    if min(kh, kw, sh, sw, dh, dw) < 1:
+        raise ValueError(f"max_pool2d: kernel {(kh, kw)}, stride {(sh, sw)} and dilation {(dh, dw)} must be positive "
+                         f"at {user_line()}")
     if 2 * ph > kh or 2 * pw > kw:
         raise ValueError(f"max_pool2d: padding {(ph, pw)} must be at most half the kernel {(kh, kw)} at {user_line()}")
-    windows = _windows(x, kh, kw, sh, sw, ph, pw, -np.inf, "max_pool2d")  # (N, OH, OW, C, kh, kw), -inf padding
+    pads = (ph, ph, pw, pw)
+    if ceil_mode and None not in xs[2:]:
+        pads = _pool_pads(xs[2], kh, sh, dh, ph, True) + _pool_pads(xs[3], kw, sw, dw, pw, True)
+    windows = _windows(x, (kh, kw), (sh, sw), (dh, dw), pads, -np.inf, "max_pool2d")  # (N, OH, OW, C, kh, kw)
     return _pool_max(windows, xs[1], kh * kw)
 
 

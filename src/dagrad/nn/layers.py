@@ -79,21 +79,25 @@ class Conv2d(Module):
     (2, 4, 8, 8)
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, dtype=None,
-                 generator=None):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 dtype=None, generator=None):
         super().__init__()
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
+        if self.groups < 1 or self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(f"Conv2d: groups ({groups}) must divide in_channels ({in_channels}) and out_channels "
+                             f"({out_channels})")
         self.kernel_size = F._pair(kernel_size, "kernel_size")
         self.stride = F._pair(stride, "stride")
-        self.padding = F._pair(padding, "padding")
-        self.weight = _empty((self.out_channels, self.in_channels) + self.kernel_size, dtype)
+        self.padding = padding if isinstance(padding, str) else F._pair(padding, "padding")
+        self.dilation = F._pair(dilation, "dilation")
+        self.weight = _empty((self.out_channels, self.in_channels // self.groups) + self.kernel_size, dtype)
         self.bias = _empty((self.out_channels,), dtype) if bias else None
         self.reset_parameters(generator)
 
     def reset_parameters(self, generator=None):
         init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=generator)
         if self.bias is not None:
-            fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
+            fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound, generator)
 
@@ -101,11 +105,15 @@ class Conv2d(Module):
         xs = _shape(x)
         if len(xs) != 4 or xs[1] != self.in_channels:
             raise F.shape_error(repr(self), f"(N, {self.in_channels}, H, W)", xs)
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding}")
+                f"padding={self.padding!r}")
+        if self.dilation != (1, 1):
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
         return text + ("" if self.bias is not None else ", bias=False")
 
 
@@ -117,20 +125,25 @@ class MaxPool2d(Module):
     (1, 3, 4, 4)
     """
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding = padding
+        self.dilation = dilation
+        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x):
         xs = _shape(x)
         if len(xs) != 4:
             raise F.shape_error(repr(self), "(N, C, H, W)", xs)
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
     def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        text = f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        if self.dilation != 1:
+            text += f", dilation={self.dilation}"
+        return text + (", ceil_mode=True" if self.ceil_mode else "")
 
 
 class Dropout(Module):
