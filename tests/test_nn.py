@@ -647,3 +647,38 @@ def test_oracle_max_pool2d_ceil_mode_and_dilation(kernel, stride, padding, dilat
     x = RNG.standard_normal((2, 3) + size)
     _compare(nn.MaxPool2d(kernel, stride, padding, dilation, ceil_mode=True),
              torch.nn.MaxPool2d(kernel, stride, padding, dilation, ceil_mode=True), x)
+
+
+# -- dropout in training mode in static graphs and dg.compile: a node that draws a new mask each run
+def test_dropout_in_a_static_graph_draws_a_new_mask_at_each_run():
+    X = np.ones((50, 40), dtype=np.float32)
+    with dg.Graph() as g:
+        x = dg.placeholder((None, 40), dtype="float32", name="x")
+        w = dg.Variable(np.ones((40, 3), dtype=np.float32), name="w")
+        dropped = F.dropout(x, 0.25, generator=np.random.default_rng(0))
+        (gw,) = dg.gradients(dg.sum(dropped @ w), [w])
+    sess = dg.Session(g)
+    first, first_gw = sess.run([dropped, gw], {x: X})
+    second = sess.run(dropped, {x: X})
+    assert first.dtype == np.float32 and first.shape == (50, 40)
+    assert set(np.unique(first)) == {np.float32(0), np.float32(1 / 0.75)}
+    assert 0.15 < np.mean(first == 0) < 0.35  # p = 0.25 of 2000 entries
+    assert not np.array_equal(first, second)
+    # the gradient uses the same run's mask as the value
+    np.testing.assert_allclose(first_gw, np.repeat(first.sum(0)[:, None], 3, axis=1), rtol=1e-6)
+
+
+def test_dropout_under_compile_is_not_folded_or_merged_and_refuses_export(tmp_path):
+    from dagrad.compile.export import ExportError
+
+    @dg.compile
+    def two_dropouts(x):
+        gen = np.random.default_rng(1)
+        return F.dropout(x, 0.5, generator=gen), F.dropout(x, 0.5, generator=gen)
+
+    a, b = two_dropouts(np.ones((8, 8)))
+    c, _ = two_dropouts(np.ones((8, 8)))
+    assert not np.array_equal(a, b)  # two nodes, two draws (no common-subexpression merge)
+    assert not np.array_equal(a, c)  # a new draw at each call
+    with pytest.raises(ExportError, match="draws random numbers"):
+        two_dropouts.export(tmp_path / "m.py", np.ones((8, 8)))

@@ -32,9 +32,9 @@ next_seq = itertools.count(1).__next__
 class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
-    __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function")
+    __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random")
 
-    def __init__(self, name, forward, vjp, jvp, shape, differentiable):
+    def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -42,6 +42,7 @@ class Op:
         self.shape = shape
         self.differentiable = differentiable
         self.function = None
+        self.random = random  # draws new values at each run: never folded, merged or run on stand-ins
 
     def __repr__(self):
         return f"<op {self.name}>"

@@ -84,6 +84,9 @@ def _origin(f):
 
 
 def _constant_line(name, value):
+    if isinstance(value, np.random.Generator):
+        raise ExportError("export: the code draws random numbers (dropout in training mode) from a NumPy Generator, "
+                          "which an exported module cannot share; export the model in eval mode")
     if not isinstance(value, (np.ndarray, np.generic)):
         raise ExportError(f"export: the code uses {value!r} ({type(value).__name__}), which has no standalone form "
                           f"(a custom dg.Function cannot be exported)")

@@ -136,7 +136,7 @@ def fold_constants(program, report):
 
 
 def _fold(node, context):
-    if node.op is None:
+    if node.op is None or node.op.random:
         return None
     symbols = [a for a in node.inputs if isinstance(a, Symbol)]
     # full_like needs only its input's shape, which is known: the result is a constant
@@ -191,8 +191,8 @@ def _node_key(node):
         if data.size > 4096:
             return None
         return ("constant", data.dtype.str, data.shape, data.tobytes())
-    if node.op is None:
-        return None  # inputs are distinct by definition
+    if node.op is None or node.op.random:
+        return None  # inputs are distinct by definition; two random draws are two draws
     return (node.op, tuple(_freeze(a) for a in node.inputs), _freeze(node.attrs))
 
 

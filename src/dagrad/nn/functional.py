@@ -19,6 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .._core.errors import user_line
+from .._core.op import Op, apply
 from .._core.shapes import dtype_of, shape_of
 from .._core.tensor import Tensor, is_symbolic
 from ..function import Function
@@ -312,17 +313,28 @@ def dropout(x, p=0.5, training=True, generator=None):
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0:
         return x
-    if not _is_concrete(x) or None in _shape(x):
-        raise NotImplementedError(f"dropout in training mode needs concrete values (eager or transforms), not a "
-                                  f"static graph node; call it with training=False there (at {user_line()})")
     from .init import _generator
 
     gen = _generator(generator)
+    if not _is_concrete(x):  # a static graph (or dg.compile): a node that draws a new mask at each run
+        return x * apply(_KEEP_MASK, (x,), {"p": float(p), "generator": gen})
     dtype = dtype_of(x)
     if p == 1:
         return x * np.zeros(_shape(x), dtype)
     keep = gen.random(_shape(x)) >= p
     return x * (keep / (1.0 - p)).astype(dtype)
+
+
+def _keep_mask(like, p, generator):
+    """1/(1-p) where an entry is kept and 0 where dropped, in like's shape and dtype: the eager
+    dropout's arithmetic, drawn anew each time it runs."""
+    if p == 1:
+        return np.zeros(np.shape(like), like.dtype)
+    return ((generator.random(np.shape(like)) >= p) / (1.0 - p)).astype(like.dtype)
+
+
+# Not in the op registry (like a static graph's assign): only dropout builds it, on graph nodes
+_KEEP_MASK = Op("dropout_mask", _keep_mask, None, None, lambda like, p, generator: tuple(like), False, random=True)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -370,6 +370,8 @@ _ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result d
 
 def _infer_dtype(op, inputs, attrs):
     """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
+    if op.random:  # running it would draw from its generator: its dtype is its first input's
+        return inputs[0]._dtype
     elementwise = op.shape is broadcast_shapes
     if elementwise and not attrs:
         # an elementwise result's dtype depends only on the inputs' dtypes (a Python number's type
