@@ -114,7 +114,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
             _provenance.origin = _origin(node)
         attrs = node.attrs
         rules = node.op.vjp
-        if len(inputs) == 1 and not graph_mode and type(rules) is tuple:
+        if len(inputs) == 1 and not graph_mode and type(rules) is tuple and rules[0] is not None:
             # the hot path, kept apart from the general loop below for speed (per-op overhead is a
             # headline figure): a recorded unary op's input is a box of this level needing grad
             a = inputs[0]
