@@ -264,3 +264,41 @@ def test_conventions_at_non_differentiable_points():
     b = dg.tensor(1.0, requires_grad=True)
     dg.maximum(a, b).backward()
     assert (a.grad.item(), b.grad.item()) == (0.5, 0.5)  # ties split, as torch.maximum
+
+
+# -- .grad keeps a fresh gradient without a copy, and copies anything shared
+def test_leaves_given_one_gradient_array_get_independent_grads():
+    a = dg.tensor(np.ones(3), requires_grad=True)
+    b = dg.tensor(np.ones(3), requires_grad=True)
+    (a + b).sum().backward()  # add hands the same cotangent array to both inputs
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    a.grad.numpy()[0] = 5.0
+    np.testing.assert_array_equal(b.grad.numpy(), np.ones(3))
+
+
+def test_the_seed_and_an_explicit_grad_are_not_kept_as_grad():
+    x = dg.tensor(2.0, requires_grad=True)
+    y = x + 0.0  # add's gradient rule passes the seed itself through
+    seed = np.array(1.0)
+    y.backward(seed)
+    assert not np.shares_memory(x.grad.numpy(), seed)
+    x.grad.numpy()[...] = 7.0
+    assert seed == 1.0
+    w = dg.tensor(np.ones((2, 2)), requires_grad=True)
+    out = w * 1.0
+    g = np.full((2, 2), 3.0)
+    out.backward(g)  # multiply's gradient is g * 1.0, a new array, but anything shared is copied
+    assert not np.shares_memory(w.grad.numpy(), g)
+
+
+def test_a_fresh_gradient_is_kept_without_a_copy():
+    from dagrad._core import autodiff
+
+    fresh = {None: np.empty(2)}
+    assert next(autodiff._with_references(fresh))[2] <= autodiff._SOLE
+    held = np.empty(2)
+    assert next(autodiff._with_references({None: held}))[2] > autodiff._SOLE  # `held` refers to it too
+    w = dg.tensor(np.ones((2, 3)), requires_grad=True)
+    (dg.tensor(np.ones((4, 2))) @ w).sum().backward()
+    assert w.grad.numpy().base is None and w.grad.numpy().flags.writeable
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 3), 4.0))
