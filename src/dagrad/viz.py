@@ -29,8 +29,8 @@ import numpy as np
 
 from ._core.autodiff import reverse_sweep
 from ._core.errors import location
-from ._core.op import REGISTRY, next_seq
-from ._core.tensor import Tensor, _grad_mode, _new
+from ._core.op import REGISTRY
+from ._core.tensor import Tensor, _grad_mode, _new, next_seq
 from .static.graph import Graph, Symbol, _line, _show
 
 __all__ = ["listing", "to_dot", "to_svg", "draw"]
@@ -285,7 +285,7 @@ def _add_backward(view, root, nodes, labels):
     seed = _new(Tensor)
     seed._value = np.ones(root.shape, root.dtype)
     seed.op, seed.inputs, seed.attrs = REGISTRY["full_like"], (top,), {"fill_value": 1, "dtype": None}
-    seed.grad, seed._level, seed._requires_grad, seed._seq, seed._code = None, 0, True, next_seq(), None
+    seed._grad, seed._level, seed._requires_grad, seed._seq, seed._code = None, 0, True, next_seq(), None
     previous = _grad_mode.enabled
     _grad_mode.enabled = True
     try:

@@ -21,7 +21,7 @@ from .errors import _provenance, location, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
-from .tensor import Dual, Tensor, _grad_mode, _leaf, is_symbolic
+from .tensor import Dual, Tensor, _grad_mode, _leaf, is_symbolic, write_clock
 
 _next_level = itertools.count(1).__next__
 
@@ -86,9 +86,33 @@ def _origin(node):
     return f"{value.where} (backward of {node.op.name})"
 
 
+def _modified_error(node, changed):
+    """The error for a node whose saved input (or own output) `changed` was written in place after
+    the node was recorded: the rule would silently use the new values."""
+    what = "its output" if changed is node else f"an input of shape {tuple(_shape(changed._value))}"
+    made = location(changed) if changed is not node else None
+    return RuntimeError(
+        f"backward: {what}{f' (computed at {made})' if made else ''} that {node.op.name} saved for its gradient "
+        f"(at {location(node) or 'an unknown line'}) was modified in place at {changed._write.where()} (version "
+        f"{changed._write.count}), after {node.op.name} used it; its gradient would use the new values. Change "
+        f"values before the forward pass, or use a copy (t.numpy().copy()); PyTorch raises too (at {user_line()})"
+    )
+
+
+def _check_versions(node):
+    """Raises if a value `node` saved was written in place after the node was recorded."""
+    seq = node._seq
+    for a in (node, *node.inputs):
+        if isinstance(a, Tensor):
+            version = getattr(a, "_write", None)
+            if version is not None and version.seq > seq:
+                raise _modified_error(node, a)
+
+
 def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):
     check = _op_module._ANOMALY  # anomaly mode: each cotangent is checked for NaN and Inf
     check_gradient = _op_module._CHECK_GRADIENT
+    last_write = write_clock.last  # nodes recorded after the latest in-place write need no check
     grads = {}
     leaves = {}
     heap = []
@@ -108,6 +132,8 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
         inputs = node.inputs
         if inputs is None:
             raise _freed_error(node)
+        if last_write > node._seq:
+            _check_versions(node)
         if free:
             node.inputs = None  # release what this node kept alive as soon as it is used
         if symbolic:
@@ -191,7 +217,7 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         seed = np.ones(shape, dtype)
     else:
         seed = grad if (create_graph and isinstance(grad, Tensor)) else np.asarray(
-            grad.numpy() if isinstance(grad, Tensor) else grad, dtype=dtype
+            grad._raw() if isinstance(grad, Tensor) else grad, dtype=dtype
         )
         if _shape(seed) != shape:
             raise ValueError(
@@ -211,17 +237,17 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         for leaf, ct in leaves.items():
             if not isinstance(ct, Tensor):
                 ct = _leaf(np.array(ct, dtype=leaf.dtype), False)
-            leaf.grad = ct if leaf.grad is None else leaf.grad + ct
+            leaf._grad = ct if leaf._grad is None else leaf._grad + ct
         return
     leaves = reverse_sweep([tensor], [seed], 0, free=not retain_graph)
     for leaf, ct, references in _with_references(leaves):
-        if leaf.grad is not None:
-            leaf.grad = _leaf(leaf.grad.numpy() + ct, False)
+        if leaf._grad is not None:
+            leaf._grad = _leaf(leaf._grad._raw() + ct, False)
         elif (references <= _SOLE and type(ct) is np.ndarray and ct.base is None and ct.flags.writeable
               and ct.dtype == leaf._value.dtype):
-            leaf.grad = _leaf(ct, False)  # a fresh array no one else holds: kept without a copy
+            leaf._grad = _leaf(ct, False)  # a fresh array no one else holds: kept without a copy
         else:
-            leaf.grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)  # shared (the seed, an input, ...)
+            leaf._grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)  # shared (the seed, an input, ...)
 
 
 def _with_references(mapping):

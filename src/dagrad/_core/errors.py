@@ -6,6 +6,8 @@ import os
 import sys
 import threading
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -62,12 +64,32 @@ def _describe(value) -> str:
     return f"{tuple(shape)} {dtype}"
 
 
-def op_error(op_name: str, values, err: Exception) -> Exception:
-    """Rewraps an exception raised inside an op's forward with the op, shapes and user line."""
-    inputs = ", ".join(_describe(v) for v in values)
-    message = f"{op_name}: {err} (inputs: {inputs}) at {user_line()}"
-    kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+def user_error(kind, op, message, *operands):
+    """The exception every error caused by a user's input is raised with: `kind(message)` where
+    the message names `op` (the op, function or method the user called), the shapes and dtypes
+    of `operands` (when given) and the user's file and line.
+
+    >>> err = user_error(ValueError, "transpose", "axes (0, 5) are out of range", np.ones((2, 3)))
+    >>> str(err).startswith("transpose: axes (0, 5) are out of range (inputs: (2, 3) float64) at ")
+    True
+    """
+    inputs = f" (inputs: {', '.join(_describe(v) for v in operands)})" if operands else ""
+    text = f"{op}: {message}{inputs} at {user_line()}"
     try:
-        return kind(message)
-    except Exception:  # an exception type with a different constructor
-        return ValueError(message)
+        return kind(text)
+    except Exception:  # an exception type whose constructor takes other arguments
+        return ValueError(text)
+
+
+def op_error(op_name: str, values, err: Exception) -> Exception:
+    """Rewraps an exception raised inside an op's forward with the op, shapes and user line: of the
+    same class when that class takes a message (LinAlgError stays LinAlgError), else the first
+    of IndexError / TypeError / ValueError among its ancestors (NumPy's UFuncTypeError is a TypeError)."""
+    kind = type(err)
+    if not issubclass(kind, (ValueError, TypeError, IndexError)):
+        kind = ValueError
+    try:
+        kind("probe")
+    except Exception:
+        kind = next(base for base in kind.__mro__ if base in (ValueError, TypeError, IndexError))
+    return user_error(kind, op_name, str(err), *values)

@@ -16,17 +16,14 @@ tangent up to the output's shape (jvp), so no rule does that itself.
 
 from __future__ import annotations
 
-import itertools
 from sys import _getframe
 
 from .errors import _PACKAGE_DIR, op_error
 from .shapes import shape_of
-from .tensor import Dual, Tensor, _grad_mode, _leaf, _new
+from .tensor import Dual, Tensor, _grad_mode, _leaf, _new, next_seq
 
 REGISTRY: dict[str, Op] = {}
 _INSIDE = {}  # file name -> whether it is dagrad's own (provenance skips those frames)
-
-next_seq = itertools.count(1).__next__
 
 
 class Op:
@@ -107,7 +104,7 @@ def _result(op, out, inputs, attrs, record, level=0):
         _CHECK_FORWARD(op, out, inputs)
     t = _new(Tensor)
     t._value = out
-    t.grad = None
+    t._grad = None
     t._level = level
     if record and _grad_mode.enabled:
         t.op = op

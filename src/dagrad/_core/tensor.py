@@ -9,11 +9,13 @@ transforms nest without confusing their perturbations (as in HIPS autograd and J
 
 from __future__ import annotations
 
+import itertools
 import threading
+from sys import _getframe
 
 import numpy as np
 
-from .errors import user_line
+from .errors import _PACKAGE_DIR, user_error, user_line
 
 # eager reverse mode, set by .autodiff (which imports this module, so it cannot be imported here)
 _backward = None
@@ -83,6 +85,56 @@ class enable_grad(_SetGradMode):
 
 _new = object.__new__
 
+# One counter orders everything the engine cares about in time: recorded nodes (their `_seq`)
+# and in-place writes (see `mark_written`), so "written after it was saved" is one comparison.
+next_seq = itertools.count(1).__next__
+
+
+class _Version:
+    """A tensor's version counter (shared with its `detach()`es, which share its storage): how many
+    in-place writes its values have had, and when and where the latest was made."""
+
+    __slots__ = ("count", "seq", "code", "line")
+
+    def __init__(self):
+        self.count = self.seq = 0
+        self.code = self.line = None
+
+    def where(self):
+        if self.code is None:
+            return "<unknown>"
+        line = next((n for start, end, n in self.code.co_lines() if start <= self.line < end and n is not None),
+                    self.code.co_firstlineno)
+        return f"{self.code.co_filename}:{line}"
+
+
+class _WriteClock:
+    last = 0  # the sequence number of the latest in-place write to any tensor (0: none yet)
+
+
+write_clock = _WriteClock()
+
+
+def _version_of(t):
+    version = getattr(t, "_write", None)
+    if version is None:
+        version = t._write = _Version()
+    return version
+
+
+def mark_written(t):
+    """Records an in-place write to `t`'s values: bumps its version, and notes the time and the
+    user's line, so that a backward pass through a node that saved `t` before the write raises
+    (as PyTorch's "modified by an inplace operation") instead of using the new values."""
+    version = _version_of(t)
+    version.count += 1
+    version.seq = write_clock.last = next_seq()
+    frame = _getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is not None:
+        version.code, version.line = frame.f_code, frame.f_lasti
+
 
 class Tensor:
     """An n-dimensional array that records how it was computed.
@@ -95,9 +147,10 @@ class Tensor:
             [ 8., 12.]])
     """
 
-    # _code/_line: where in the user's code a recorded node was made (see op._result)
-    __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "grad", "_level", "_seq", "_code", "_line",
-                 "__weakref__")
+    # _code/_line: where in the user's code a recorded node was made (see op._result);
+    # _write: the version counter, made at the first in-place write (see mark_written)
+    __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "_grad", "_level", "_seq", "_code", "_line",
+                 "_write", "__weakref__")
     __array_priority__ = 1000
     _symbolic = False  # True for the nodes of static graphs, which have no value
 
@@ -106,7 +159,7 @@ class Tensor:
         if requires_grad:
             _check_differentiable_dtype(value.dtype, "dg.Tensor")
         self._value = value
-        self.op = self.inputs = self.attrs = self.grad = None
+        self.op = self.inputs = self.attrs = self._grad = None
         self._requires_grad = bool(requires_grad)
         self._level = 0
         self._seq = 0
@@ -117,9 +170,68 @@ class Tensor:
     # -- the array's facts
     @property
     def value(self):
-        """The underlying NumPy array itself, not a copy (for a value traced by a transform, the
-        value one level down). Use `.numpy()` for a plain array in every case."""
+        """The underlying NumPy array itself, not a copy, to write into in place (for a value
+        traced by a transform, the value one level down). Use `.numpy()` to read the values.
+
+        dagrad cannot see what is done with the array, so handing it out counts as an in-place
+        write (it bumps the version counter): a backward pass through an op that saved this
+        tensor before `.value` was taken raises instead of silently using changed values.
+
+        >>> w = tensor([1.0, 2.0], requires_grad=True)
+        >>> y = (w * w).sum()
+        >>> w.value[...] = 0.0  # changes what y's backward would use
+        >>> y.backward()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        RuntimeError: backward: ... was modified in place ...
+        """
+        if not self._level:
+            mark_written(self)
         return self._value
+
+    @value.setter
+    def value(self, new):
+        if self._level:
+            raise user_error(TypeError, "Tensor.value", "a value traced by a transform cannot be set")
+        current = self._value
+        if new is current:  # `t.value -= x` wrote into the array itself and assigns it back
+            return
+        arr = new.numpy() if isinstance(new, Tensor) else np.asarray(new)
+        if arr.shape != current.shape:
+            raise user_error(ValueError, "Tensor.value", f"cannot set values of shape {arr.shape} into a tensor of "
+                             f"shape {current.shape}", self)
+        if not np.can_cast(arr.dtype, current.dtype, "same_kind"):
+            raise user_error(TypeError, "Tensor.value", f"cannot set values of dtype {arr.dtype} into a tensor of "
+                             f"dtype {current.dtype}", self)
+        current[...] = arr
+        mark_written(self)
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's values have had (as PyTorch's `t._version`)."""
+        version = getattr(self, "_write", None)
+        return 0 if version is None else version.count
+
+    @property
+    def grad(self):
+        """The accumulated gradient: a Tensor of this tensor's shape and dtype, or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, new):
+        if new is not None:
+            if not isinstance(new, (Tensor, np.ndarray)):
+                raise user_error(TypeError, "Tensor.grad", f"can be set to None or a Tensor or array of shape "
+                                 f"{tuple(self.shape)}, got {type(new).__name__}")
+            shape, dtype = tuple(new.shape), new.dtype
+            if shape != tuple(self.shape):
+                raise user_error(ValueError, "Tensor.grad", f"the gradient has shape {shape}, but the tensor has "
+                                 f"shape {tuple(self.shape)}", self)
+            if dtype != self.dtype:
+                raise user_error(TypeError, "Tensor.grad", f"the gradient has dtype {dtype}, but the tensor has "
+                                 f"dtype {self.dtype}", self)
+            if isinstance(new, np.ndarray):
+                new = _leaf(np.array(new), False)
+        self._grad = new
 
     @property
     def shape(self) -> tuple:
@@ -165,12 +277,28 @@ class Tensor:
         return self.op is None
 
     # -- conversions
-    def numpy(self) -> np.ndarray:
-        """The values as a NumPy array (no graph)."""
+    def _raw(self):
+        """The values as the array type holds them, writable (internal: no copy, no view)."""
         value = self._value
         while isinstance(value, Tensor):
             value = value._value
-        return np.asarray(value)
+        return value
+
+    def numpy(self) -> np.ndarray:
+        """The values as a read-only NumPy array (no copy, no graph): `.numpy().copy()` gives a
+        writable copy, and `.value` the tensor's own array to write into.
+
+        >>> t = tensor([1.0, 2.0])
+        >>> t.numpy()
+        array([1., 2.])
+        >>> t.numpy().flags.writeable
+        False
+        """
+        arr = np.asarray(self._raw())
+        if arr.flags.writeable:
+            arr = arr.view()
+            arr.flags.writeable = False
+        return arr
 
     def item(self):
         """The single value as a Python number."""
@@ -193,7 +321,7 @@ class Tensor:
         arr = self.numpy()
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)
-        return arr.copy() if copy else arr
+        return arr.copy() if copy else arr  # a read-only view unless a copy is asked for
 
     def __float__(self):
         return float(self.item())
@@ -219,15 +347,18 @@ class Tensor:
 
     # -- autograd
     def detach(self) -> Tensor:
-        """A new leaf tensor sharing the values, cut from the graph."""
-        return _leaf(self.numpy(), False)
+        """A new leaf tensor sharing the values (and their version counter), cut from the graph."""
+        detached = _leaf(self._raw(), False)
+        if not self._level:
+            detached._write = _version_of(self)
+        return detached
 
     def zero_grad(self, set_to_none: bool = True):
         """Clears `.grad` (to None, or to zeros with `set_to_none=False`)."""
-        if set_to_none or self.grad is None:
-            self.grad = None
+        if set_to_none or self._grad is None:
+            self._grad = None
         else:
-            self.grad = _leaf(np.zeros_like(self.grad.numpy()), False)
+            self._grad = _leaf(np.zeros_like(self._grad._raw()), False)
 
     def backward(self, grad=None, retain_graph=None, create_graph=False):
         """Accumulates d(self)/d(leaf) into every leaf's `.grad` (PyTorch semantics).
@@ -276,7 +407,7 @@ _SUPPORTED_KINDS = "biuf"
 
 def _as_array(data, dtype, where):
     if isinstance(data, Tensor):
-        data = data.numpy()
+        data = data._raw()
     try:
         value = np.array(data, dtype=dtype)
     except (ValueError, TypeError) as err:
@@ -309,7 +440,7 @@ def _leaf(value, requires_grad, level=0, cls=None):
     """A leaf Tensor (or `cls`) around an existing value, without copying or checks (internal)."""
     t = _new(cls or Tensor)
     t._value = value
-    t.op = t.inputs = t.attrs = t.grad = None
+    t.op = t.inputs = t.attrs = t._grad = None
     t._requires_grad = requires_grad
     t._level = level
     t._seq = 0

@@ -8,22 +8,23 @@ beside Symbols enter the graph as constants.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
 
 from .._core.errors import user_line
-from .._core.op import next_seq
 from .._core.shapes import SymbolicShape, broadcast_shapes
-from .._core.tensor import Tensor, _new
+from .._core.tensor import Tensor, _new, next_seq
 
-__all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph"]
+__all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph", "atomic"]
 
 
 class _Local(threading.local):
     def __init__(self):
         self.stack = []
         self.default = None
+        self.journal = None  # inside `atomic()`: the nodes built so far, as (graph, node)
 
 
 _local = _Local()
@@ -36,6 +37,47 @@ def get_default_graph():
     if _local.default is None:
         _local.default = Graph()
     return _local.default
+
+
+@contextlib.contextmanager
+def atomic():
+    """All or nothing for static graphs: if the block raises, every node it built (in any graph)
+    is removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as
+    it was. Nested blocks roll back only their own nodes.
+
+    >>> import dagrad as dg
+    >>> with dg.Graph() as g:
+    ...     x = dg.placeholder((3,), name="x")
+    ...     try:
+    ...         with atomic():
+    ...             y = x * 2.0
+    ...             z = y + dg.placeholder((4,))  # fails: (3,) and (4,) do not broadcast
+    ...     except ValueError:
+    ...         pass
+    >>> len(g)
+    1
+    """
+    outer = _local.journal
+    journal = _local.journal = []
+    try:
+        yield
+    except BaseException:
+        _rollback(journal)
+        raise
+    finally:
+        _local.journal = outer
+    if outer is not None:
+        outer.extend(journal)
+
+
+def _rollback(journal):
+    built = {}
+    for graph, node in journal:
+        built.setdefault(graph, {})[node] = True
+    for graph, nodes in built.items():
+        graph.nodes = [n for n in graph.nodes if n not in nodes]
+        for name in [name for name, n in graph._names.items() if n in nodes]:
+            del graph._names[name]
 
 
 def reset_default_graph():
@@ -83,6 +125,9 @@ class Graph:
         node.name = name
         node.graph = self
         self.nodes.append(node)
+        journal = _local.journal
+        if journal is not None:
+            journal.append((self, node))
         return node
 
     def __getitem__(self, name):
@@ -264,7 +309,7 @@ def _symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, require
     s._value = s  # a symbol stands for its own value: rules run on it and build nodes
     s.op, s.inputs, s.attrs = op, inputs, attrs
     s._requires_grad = requires_grad
-    s.grad = None
+    s._grad = None
     s._level = 0
     s._seq = next_seq()
     s._shape = tuple(None if n is None else int(n) for n in shape)
