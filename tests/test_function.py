@@ -131,7 +131,7 @@ def test_a_wrong_number_of_gradients_names_the_function():
         def backward(ctx, g):
             return g * 2, g
 
-    with pytest.raises(ValueError, match=r"TwoForOne.backward returned 2 gradient\(s\) for 1 input"):
+    with pytest.raises(ValueError, match=r"TwoForOne.backward: returned 2 gradient\(s\) for 1 input"):
         dg.grad(lambda x: TwoForOne.apply(x).sum())(X)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core.autodiff import jacfwd, jacobian
+from ._core.errors import user_error
 from ._core.tensor import Tensor
 
 
@@ -71,7 +72,7 @@ def gradcheck(f, *args, eps=1e-6, atol=1e-5, rtol=1e-3, modes=("rev", "fwd"), or
     args = [_as_float64(a) for a in args]
     for mode in modes:
         if mode not in ("rev", "fwd"):
-            raise ValueError(f"gradcheck: unknown mode {mode!r}; use 'rev' and/or 'fwd'")
+            raise user_error(ValueError, "gradcheck", f"unknown mode {mode!r}; use 'rev' and/or 'fwd'")
     numeric = numerical_jacobian(f, args, eps)
     name = getattr(f, "__name__", "f")
     for mode in modes:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core.autodiff import grad as grad_of
-from ._core.errors import location, user_line
+from ._core.errors import location, user_error, user_line
 from ._core.op import Op, apply
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Tensor, is_symbolic
@@ -45,7 +45,8 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         if self._current is None:
-            raise RuntimeError(f"{self._function.__name__}: saved_tensors is read in backward (or jvp) only")
+            raise user_error(RuntimeError, f"{self._function.__name__}.saved_tensors", "is read in backward (or jvp) "
+                             "only")
         return self._current
 
     def __repr__(self):
@@ -93,9 +94,9 @@ class Function:
         if ctx._outputs is None:
             return out
         if None in shape_of(out):
-            raise TypeError(f"{cls.__name__}: a Function with several outputs needs known sizes in a static graph "
-                            f"(its outputs are unpacked by position), got inputs of shapes "
-                            f"{[tuple(shape_of(a)) for a in args if isinstance(a, Tensor)]} at {user_line()}")
+            tensors = [a for a in args if isinstance(a, Tensor)]
+            raise user_error(TypeError, cls.__name__, "a Function with several outputs needs known sizes in a static "
+                             "graph (its outputs are unpacked by position)", *tensors)
         return _unpack(out, ctx._outputs)
 
 
@@ -106,16 +107,19 @@ def _make_op(cls):
         try:
             out = cls.forward(ctx, *values)
         except Exception as err:
-            raise type(err)(f"{name}.forward failed: {err} (at {user_line()})") from err
+            raise _rewrapped(err, f"{name}.forward failed: {err}") from err
         outs = out if isinstance(out, tuple) else (out,)
+        if not outs:
+            raise user_error(TypeError, f"{name}.forward", "returned an empty tuple; return an array, or a tuple of "
+                             "arrays for several outputs")
+        for o in outs:
+            _check_output(name, o)
         ctx._saved = tuple(_find(s, values, outs) for s in ctx._saved_raw)
         if isinstance(out, tuple):
             outs = [np.asarray(o) for o in out]
             ctx._outputs = [(o.shape, o.dtype) for o in outs]
             dtype = np.result_type(*outs)
             return np.concatenate([o.astype(dtype, copy=False).ravel() for o in outs])
-        if isinstance(out, Tensor):
-            raise TypeError(f"{name}.forward returned a Tensor: forward works on NumPy arrays and returns them")
         return out
 
     def shape(*shapes, ctx):
@@ -136,8 +140,8 @@ def _make_op(cls):
             try:
                 result = cls.backward(ctx, *((grads,) if ctx._outputs is None else grads))
             except Exception as err:
-                raise type(err)(f"{name}.backward failed: {err} (the forward was applied at "
-                                f"{_where(out)})") from err
+                raise _rewrapped(err, f"{name}.backward failed: {err} (the forward was applied at "
+                                 f"{_where(out)})") from err
         return _checked_grads(name, result, inputs)
 
     def jvp(tangents, out, *inputs, ctx):
@@ -152,6 +156,31 @@ def _make_op(cls):
     op = Op(name, forward, vjp, jvp, shape, True)
     op.function = cls.apply
     return op
+
+
+def _rewrapped(err, message):
+    """`err`'s class (when its constructor takes a message) with `message` and the user's line."""
+    try:
+        return type(err)(f"{message} (at {user_line()})")
+    except Exception:
+        return RuntimeError(f"{message} (at {user_line()})")
+
+
+def _check_output(name, out):
+    """forward returns NumPy arrays or numbers of a dtype dagrad computes with."""
+    if isinstance(out, Tensor):
+        raise user_error(TypeError, f"{name}.forward", "returned a Tensor: forward works on NumPy arrays and returns "
+                         "them (use .numpy() inside forward, or return the array)")
+    if isinstance(out, (np.ndarray, np.generic)):
+        kind = out.dtype.kind
+    elif isinstance(out, (bool, int, float)):
+        kind = "f"
+    else:
+        raise user_error(TypeError, f"{name}.forward", f"returned a {type(out).__name__}; forward returns a NumPy "
+                         "array (or number), or a tuple of them for several outputs")
+    if kind not in "biuf":
+        raise user_error(TypeError, f"{name}.forward", f"returned an array of dtype {out.dtype}: dagrad computes on "
+                         "bool, integer and real floating-point values (complex numbers are not supported yet)", out)
 
 
 def _find(saved, values, outs):
@@ -181,10 +210,10 @@ class _saved:
             elif kind == "output":
                 current.append(outs[where])
             elif is_symbolic(self.out):
-                raise TypeError(
-                    f"{ctx._function.__name__}: in a static graph or under dg.compile, save_for_backward may "
-                    f"save only forward's inputs and outputs (the others have no value when the gradient is "
-                    f"built); recompute the rest in backward")
+                raise user_error(
+                    TypeError, f"{ctx._function.__name__}.save_for_backward", "in a static graph or under dg.compile "
+                    "it may save only forward's inputs and outputs (the others have no value when the gradient is "
+                    "built); recompute the rest in backward")
             else:
                 current.append(where)  # an intermediate value: a constant of the gradient
         self.previous = ctx._current
@@ -204,8 +233,8 @@ def _checked_grads(name, result, inputs):
     if isinstance(result, list):
         grads = tuple(result)
     if len(grads) != len(inputs):
-        raise ValueError(f"{name}.backward returned {len(grads)} gradient(s) for {len(inputs)} input(s) "
-                         f"(return one per input of forward, None for one without a gradient)")
+        raise user_error(ValueError, f"{name}.backward", f"returned {len(grads)} gradient(s) for {len(inputs)} "
+                         "input(s) (return one per input of forward, None for one without a gradient)")
     checked = []
     for k, (grad, x) in enumerate(zip(grads, inputs)):
         if grad is None or not isinstance(x, (Tensor, np.ndarray, float, int, np.generic)):
@@ -215,8 +244,8 @@ def _checked_grads(name, result, inputs):
             checked.append(None)  # a Python int or flag argument has no gradient
             continue
         if tuple(shape_of(grad)) != tuple(shape_of(x)):
-            raise ValueError(f"{name}.backward: the gradient for input {k} has shape {tuple(shape_of(grad))}, "
-                             f"but that input has shape {tuple(shape_of(x))}")
+            raise user_error(ValueError, f"{name}.backward", f"the gradient for input {k} has shape "
+                             f"{tuple(shape_of(grad))}, but that input has shape {tuple(shape_of(x))}")
         checked.append(grad)
     return tuple(checked)
 

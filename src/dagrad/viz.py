@@ -28,7 +28,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ._core.autodiff import reverse_sweep
-from ._core.errors import location
+from ._core.errors import location, user_error
 from ._core.op import REGISTRY
 from ._core.tensor import Tensor, _grad_mode, _new, next_seq
 from .static.graph import Graph, Symbol, _line, _show
@@ -103,7 +103,8 @@ def _view(obj, backward=False, limit=None):
         return _static_view(obj.graph, _symbol_nodes(obj, backward), obj, limit)
     if isinstance(obj, Tensor):
         return _eager_view(obj, backward, limit)
-    raise TypeError(f"expected a dagrad Tensor, a static Graph or a Symbol, got {type(obj).__name__}")
+    raise user_error(TypeError, "listing/to_dot/draw", f"expected a dagrad Tensor, a static Graph or a Symbol, "
+                     f"got {type(obj).__name__}")
 
 
 class _TooBig(Exception):
@@ -258,14 +259,14 @@ def _add_backward(view, root, nodes, labels):
         view.footer.append(f"# no backward: {labels[root]} has no recorded graph")
         return
     if root._level != 0:
-        raise ValueError("listing(backward=True) of a value traced by a transform: list the transform's result")
+        raise user_error(ValueError, "listing", "backward=True of a value traced by a transform: list the "
+                         "transform's result")
     ops = [n for n in nodes if n.op is not None]
     for n in ops:
         if n.inputs is None:
-            raise RuntimeError(
-                f"listing(backward=True): this graph was freed by a backward() ({labels[n]} = {n.op.name}(...) no "
-                "longer holds its inputs); pass retain_graph=True to that backward(), or look before calling it"
-            )
+            raise user_error(RuntimeError, "listing", f"backward=True: this graph was freed by a backward() "
+                             f"({labels[n]} = {n.op.name}(...) no longer holds its inputs); pass retain_graph=True to "
+                             "that backward(), or look before calling it")
     # copies of the recorded nodes whose ops mark, each time one of their vjp rules runs, which
     # forward node the nodes made from then on differentiate
     marks = []  # (sequence number, forward node) in the order the sweep ran the rules
@@ -790,21 +791,19 @@ def draw(t_or_graph, path, backward=False):
     elif suffix in (".png", ".pdf"):
         dot = shutil.which("dot")
         if dot is None:
-            raise RuntimeError(
-                f"draw: writing {suffix} needs Graphviz's `dot` program, which is not installed; install Graphviz "
-                "(e.g. `apt-get install graphviz` or `brew install graphviz`), or write an .svg, which needs nothing"
-            )
+            raise user_error(RuntimeError, "draw", f"writing {suffix} needs Graphviz's `dot` program, which is not "
+                             "installed; install Graphviz (e.g. `apt-get install graphviz` or `brew install graphviz`),"
+                             " or write an .svg, which needs nothing")
         source = to_dot(t_or_graph, backward)
         done = subprocess.run([dot, f"-T{suffix[1:]}", "-o", str(path)], input=source.encode("utf-8"),
                               capture_output=True, check=False)
         if done.returncode != 0:
             message = done.stderr.decode(errors="replace").strip()
-            raise RuntimeError(f"draw: Graphviz's dot failed (exit status {done.returncode}): {message}")
+            raise user_error(RuntimeError, "draw", f"Graphviz's dot failed (exit status {done.returncode}): "
+                             f"{message}")
     else:
-        raise ValueError(
-            f"draw: cannot write a {suffix or 'suffix-less'} file {str(path)!r}; use .svg (no dependency), "
-            ".png or .pdf (with Graphviz installed), or .dot / .gv (the DOT source)"
-        )
+        raise user_error(ValueError, "draw", f"cannot write a {suffix or 'suffix-less'} file {str(path)!r}; use "
+                         ".svg (no dependency), .png or .pdf (with Graphviz installed), or .dot / .gv (the DOT source)")
     return path
 
 

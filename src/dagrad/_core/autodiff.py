@@ -17,7 +17,7 @@ import numpy as np
 
 from . import op as _op_module
 from . import tensor as _tensor_module
-from .errors import _provenance, location, user_line
+from .errors import _provenance, location, user_error, user_line
 from .op import REGISTRY, make_dual
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
@@ -198,31 +198,25 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
 def backward(tensor, grad=None, retain_graph=None, create_graph=False):
     """Eager reverse mode: accumulates into `.grad` of every leaf that requires grad."""
     if tensor._level != 0:
-        raise RuntimeError(
-            "backward() was called on a value traced by a transform; use the transform's result instead "
-            f"(at {user_line()})"
-        )
+        raise user_error(RuntimeError, "backward", "called on a value traced by a transform; use the transform's "
+                         "result instead")
     if not tensor._requires_grad:
-        raise RuntimeError(
-            "backward(): this tensor does not require grad and has no recorded graph (were its inputs "
-            f"created with requires_grad=True, outside no_grad?) at {user_line()}"
-        )
+        raise user_error(RuntimeError, "backward", "this tensor does not require grad and has no recorded graph "
+                         "(were its inputs created with requires_grad=True, outside no_grad?)")
     shape, dtype = tensor.shape, tensor.dtype
     if grad is None:
         if None in shape or math.prod(shape) != 1:
-            raise ValueError(
-                f"backward(): grad can be created implicitly only for a one-element output, got shape {shape}; "
-                f"pass grad= of that shape (at {user_line()})"
-            )
+            raise user_error(ValueError, "backward", f"grad can be created implicitly only for a one-element "
+                             f"output, got shape {shape}; pass grad= of that shape", tensor)
         seed = np.ones(shape, dtype)
     else:
+        _check_numeric(grad, "backward", "grad")
         seed = grad if (create_graph and isinstance(grad, Tensor)) else np.asarray(
             grad._raw() if isinstance(grad, Tensor) else grad, dtype=dtype
         )
         if _shape(seed) != shape:
-            raise ValueError(
-                f"backward(): grad has shape {_shape(seed)} but the output has shape {shape} (at {user_line()})"
-            )
+            raise user_error(ValueError, "backward", f"grad has shape {_shape(seed)} but the output has shape "
+                             f"{shape}", tensor, seed)
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
@@ -317,11 +311,25 @@ def _differentiable_input(x, where):
         value = np.asarray(x)
     kind = _dtype(value).kind
     if kind != "f":
-        raise TypeError(
-            f"{where}: can only differentiate with respect to floating-point inputs, got dtype {_dtype(value)} "
-            f"(pass a float such as 1.0 instead of 1) at {user_line()}"
-        )
+        raise user_error(TypeError, where, f"can only differentiate with respect to real floating-point inputs, "
+                         f"got dtype {_dtype(value)} (pass a float such as 1.0 instead of 1)")
     return value
+
+
+def _check_numeric(value, where, what, real_float=False):
+    """Refuses an output or cotangent that is not numeric (None, a string, an object) or is complex
+    (not supported yet); with `real_float`, anything but a real floating-point value (JAX's rule
+    for what `grad` differentiates)."""
+    try:
+        dtype = _dtype(value)
+    except Exception:
+        dtype = np.dtype(object)
+    allowed = "f" if real_float else "biuf"
+    if dtype.kind not in allowed or isinstance(value, (str, bytes)) or value is None:
+        described = type(value).__name__ if not isinstance(value, (Tensor, np.ndarray, np.generic)) else \
+            f"dtype {dtype}"
+        need = "real floating-point values" if real_float else "bool, integer or real floating-point values"
+        raise user_error(TypeError, where, f"{what} must be {need}, got {described}")
 
 
 def _reverse_box(value, level):
@@ -339,7 +347,8 @@ def _normalize_argnums(argnums, nargs, where):
     nums = (argnums,) if single else tuple(argnums)
     for n in nums:
         if not -nargs <= n < nargs:
-            raise ValueError(f"{where}: argnums {argnums} is out of range for a function called with {nargs} arguments")
+            raise user_error(ValueError, where, f"argnums {argnums} is out of range for a function called with "
+                             f"{nargs} arguments")
     return single, tuple(n % nargs for n in nums)
 
 
@@ -406,13 +415,13 @@ def value_and_grad(f, argnums=0):
         single, nums = _normalize_argnums(argnums, len(args), "grad")
         traced = _Traced(f, args, nums, "grad", kwargs)
         out = traced.out
-        size = int(np.prod(_shape(out)))
-        if isinstance(out, (list, tuple, dict)) or size != 1:
-            raise TypeError(
-                f"grad: the function must return a scalar (one element), got "
-                f"{'a ' + type(out).__name__ if isinstance(out, (list, tuple, dict)) else 'shape ' + str(_shape(out))}"
-                "; use dg.jacobian or dg.vjp for other outputs"
-            )
+        if isinstance(out, (list, tuple, dict)):
+            raise user_error(TypeError, "grad", f"the function must return a scalar, got a {type(out).__name__}; use "
+                             "dg.jacobian or dg.vjp for other outputs")
+        _check_numeric(out, "grad", "the function's output", real_float=True)
+        if int(np.prod(_shape(out))) != 1:
+            raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
+                             f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
         seed = np.ones(_shape(out), _dtype(out))
         grads = traced.pull([out], [seed])
         value = _unbox(out, traced.level)
@@ -453,20 +462,23 @@ def vjp(f, *primals):
     """
     traced = _Traced(f, primals, tuple(range(len(primals))), "vjp")
     out_leaves, out_def = tree_flatten(traced.out)
+    for o in out_leaves:
+        _check_numeric(o, "vjp", "the function's outputs")
     level = traced.level
 
     def f_vjp(cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
         if len(ct_leaves) != len(out_leaves):
-            raise ValueError(f"vjp: cotangent has {len(ct_leaves)} parts, the output has {len(out_leaves)}")
+            raise user_error(ValueError, "vjp", f"the cotangent has {len(ct_leaves)} parts, the output has "
+                             f"{len(out_leaves)}")
         seeds = []
         for o, ct in zip(out_leaves, ct_leaves):
+            _check_numeric(ct, "vjp", "a cotangent")
             if not isinstance(ct, Tensor):
                 ct = np.asarray(ct, dtype=_dtype(o))
             if _shape(ct) != _shape(o):
-                raise ValueError(
-                    f"vjp: cotangent has shape {_shape(ct)} but the output has shape {_shape(o)} (at {user_line()})"
-                )
+                raise user_error(ValueError, "vjp", f"the cotangent has shape {_shape(ct)} but the output has shape "
+                                 f"{_shape(o)}", ct)
             seeds.append(ct)
         return traced.pull(out_leaves, seeds)
 
@@ -481,22 +493,26 @@ def jvp(f, primals, tangents):
     (array([1., 9.]), array([2., 6.]))
     """
     if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
-        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument of f)")
+        raise user_error(TypeError, "jvp", "primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_def = tree_flatten(tuple(primals))
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if len(p_leaves) != len(t_leaves):
-        raise ValueError(f"jvp: {len(p_leaves)} primal arrays but {len(t_leaves)} tangents")
+        raise user_error(ValueError, "jvp", f"{len(p_leaves)} primal arrays but {len(t_leaves)} tangents")
     level = _next_level()
     duals = []
     for p, t in zip(p_leaves, t_leaves):
         value = _differentiable_input(p, "jvp")
+        _check_numeric(t, "jvp", "a tangent")
         if not isinstance(t, Tensor):
             t = np.asarray(t, dtype=_dtype(value))
         if _shape(t) != _shape(value):
-            raise ValueError(f"jvp: tangent shape {_shape(t)} does not match primal shape {_shape(value)}")
+            raise user_error(ValueError, "jvp", f"tangent shape {_shape(t)} does not match primal shape "
+                             f"{_shape(value)}", value, t)
         duals.append(make_dual(value, t, level))
     out = f(*tree_unflatten(p_def, duals))
     out_leaves, out_def = tree_flatten(out)
+    for o in out_leaves:
+        _check_numeric(o, "jvp", "the function's outputs")
     primal_out, tangent_out = [], []
     tensor_inputs = any(type(p) is Tensor and p._level == 0 for p in p_leaves)
     for o in out_leaves:
@@ -528,7 +544,8 @@ def _reshape(x, shape):
 
 def _array_arg(x, where):
     if isinstance(x, (list, tuple, dict)):
-        raise TypeError(f"{where}: differentiated arguments must be arrays or Tensors, got {type(x).__name__}")
+        raise user_error(TypeError, where, f"differentiated arguments must be arrays or Tensors, got "
+                         f"{type(x).__name__}")
     return _differentiable_input(x, where)
 
 
@@ -562,6 +579,8 @@ def jacobian(f, argnums=0):
         in_shapes = [_shape(_array_arg(args[n], "jacobian")) for n in nums]
         traced = _Traced(f, args, nums, "jacobian")
         out_leaves, out_def = tree_flatten(traced.out)
+        for o in out_leaves:
+            _check_numeric(o, "jacobian", "the function's outputs", real_float=True)
         results = []
         for out in out_leaves:
             shape, dtype = _shape(out), _dtype(out)

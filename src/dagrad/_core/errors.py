@@ -6,8 +6,6 @@ import os
 import sys
 import threading
 
-import numpy as np
-
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -69,6 +67,7 @@ def user_error(kind, op, message, *operands):
     the message names `op` (the op, function or method the user called), the shapes and dtypes
     of `operands` (when given) and the user's file and line.
 
+    >>> import numpy as np
     >>> err = user_error(ValueError, "transpose", "axes (0, 5) are out of range", np.ones((2, 3)))
     >>> str(err).startswith("transpose: axes (0, 5) are out of range (inputs: (2, 3) float64) at ")
     True
@@ -76,15 +75,19 @@ def user_error(kind, op, message, *operands):
     inputs = f" (inputs: {', '.join(_describe(v) for v in operands)})" if operands else ""
     text = f"{op}: {message}{inputs} at {user_line()}"
     try:
-        return kind(text)
+        err = kind(text)
     except Exception:  # an exception type whose constructor takes other arguments
-        return ValueError(text)
+        err = ValueError(text)
+    err._dagrad_explained = True  # complete as it is: an op's forward that raises it is not rewrapped
+    return err
 
 
 def op_error(op_name: str, values, err: Exception) -> Exception:
     """Rewraps an exception raised inside an op's forward with the op, shapes and user line: of the
     same class when that class takes a message (LinAlgError stays LinAlgError), else the first
     of IndexError / TypeError / ValueError among its ancestors (NumPy's UFuncTypeError is a TypeError)."""
+    if getattr(err, "_dagrad_explained", False):
+        return err.with_traceback(None)
     kind = type(err)
     if not issubclass(kind, (ValueError, TypeError, IndexError)):
         kind = ValueError

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from sys import _getframe
 
-from .errors import _PACKAGE_DIR, op_error
+import numpy as np
+
+from .errors import _PACKAGE_DIR, op_error, user_error
 from .shapes import shape_of
 from .tensor import Dual, Tensor, _grad_mode, _leaf, _new, next_seq
 
@@ -54,9 +56,9 @@ def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None):
     elementwise ops without attributes.
     """
     if name in REGISTRY:
-        raise ValueError(f"op {name!r} is declared twice")
+        raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
     if (vjp is None) != (jvp is None):
-        raise ValueError(f"op {name!r}: declare both vjp and jvp, or neither")
+        raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
     op = Op(name, forward, vjp, jvp, shape, vjp is not None)
     if nargs == 1:
         op.function = _unary_function(op)
@@ -81,6 +83,31 @@ def public(op):
         return function
 
     return register
+
+
+# Python types an op may take beside Tensors without a look at their dtype
+_PLAIN = frozenset((float, int, bool, type(None), np.float64, np.float32, np.int64))
+
+
+def check_plain(op, value):
+    """Refuses a non-Tensor operand whose dtype dagrad does not compute with: complex numbers (not
+    supported yet: their imaginary part would be dropped going back) and object arrays. Strings
+    need no check here: NumPy refuses them itself."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        kind = value.dtype.kind
+    elif isinstance(value, complex):
+        kind = "c"
+    elif isinstance(value, (list, tuple)):
+        try:
+            kind = np.asarray(value).dtype.kind
+        except Exception:  # a ragged or odd list: the forward's own error is the clearer one
+            return
+    else:
+        return
+    if kind in "cO":
+        what = "complex numbers are not supported yet" if kind == "c" else "object arrays are not supported"
+        raise user_error(TypeError, op.name, f"an operand of dtype {np.asarray(value).dtype} ({what}; dagrad "
+                         f"computes on bool, integer and real floating-point values)", value)
 
 
 def _call_forward(op, values, attrs):
@@ -152,6 +179,8 @@ def apply(op, args, attrs=None):
             record = record or a._requires_grad
             values.append(a._value)
         else:
+            if type(a) not in _PLAIN:
+                check_plain(op, a)
             values.append(a)
     if not boxed:
         return _call_forward(op, args, attrs)
@@ -167,6 +196,8 @@ def _apply_traced(op, args, attrs):
             symbolic = symbolic or a._symbolic
             if top is None or a._level > top._level:
                 top = a
+        elif type(a) not in _PLAIN:
+            check_plain(op, a)
     if top is None:
         return _call_forward(op, args, attrs)
     level = top._level
@@ -266,8 +297,18 @@ def _binary_function(op):
         else:
             eager = False
         if eager:
-            va = a._value if ta else a
-            vb = b._value if tb else b
+            if ta:
+                va = a._value
+            else:
+                va = a
+                if type(a) not in _PLAIN:
+                    check_plain(op, a)
+            if tb:
+                vb = b._value
+            else:
+                vb = b
+                if type(b) not in _PLAIN:
+                    check_plain(op, b)
             try:
                 out = forward(va, vb)
             except Exception as err:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
+from numpy.exceptions import AxisError
+
+from .errors import user_error
 
 
 class SymbolicShape(tuple):
@@ -74,19 +79,83 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(result)
 
 
-def normalize_axis(axis, ndim, op_name="op") -> tuple | None:
-    """`axis` (None, int or tuple) as a sorted tuple of non-negative axes, or None for all."""
+# -- integer arguments: axes, sizes, counts. NumPy's rules: Python and NumPy integers (and 0-d
+# integer arrays) are accepted, floats refused with TypeError rather than truncated, bools refused
+# too (NumPy's reductions, transpose and reshape refuse them, as PyTorch does everywhere).
+def as_index(value, op_name, what, *operands, within=None):
+    """`value` as a Python int, or a TypeError naming `op_name`, `what` the argument is (and the
+    sequence it came `within`), the operands' shapes and the user's line.
+
+    >>> as_index(np.int64(2), "reshape", "size")
+    2
+    >>> as_index(2.5, "reshape", "size", within=(2.5, 3))
+    Traceback (most recent call last):
+    TypeError: reshape: size 2.5 in (2.5, 3): 'float' object cannot be interpreted as an integer at ...
+    """
+    if type(value) is int:
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        reason = "a bool is not accepted as an integer"
+    else:
+        try:
+            return operator.index(value)
+        except TypeError as err:
+            reason = str(err)
+    where = "" if within is None else f" in {within!r}"
+    raise user_error(TypeError, op_name, f"{what} {value!r}{where}: {reason}", *operands)
+
+
+def _is_sequence(axis):
+    return isinstance(axis, (tuple, list, range)) or (isinstance(axis, np.ndarray) and axis.ndim > 0)
+
+
+def _one_axis(a, ndim, op_name, name, operands, within=None):
+    """One axis as a non-negative int below `ndim`; AxisError (a ValueError and an IndexError)
+    when out of range, TypeError when not an integer."""
+    if type(a) is not int:
+        a = as_index(a, op_name, name, *operands, within=within)
+    if -ndim <= a < ndim:
+        return a + ndim if a < 0 else a
+    prefix = "" if name == "axis" else f"{name}: "
+    raise user_error(AxisError, op_name, f"{prefix}axis {a} is out of bounds for an array of dimension {ndim}",
+                     *operands)
+
+
+def normalize_axis(axis, ndim, op_name="op", *operands, ordered=False, name="axis") -> tuple | None:
+    """`axis` (None, an integer or a sequence of integers) as a tuple of non-negative axes, sorted
+    (in the order given when `ordered`); None for None (all axes). As NumPy: out of range ->
+    AxisError, a repeated axis -> ValueError, a float or bool -> TypeError; each error names
+    `op_name`, the `operands`' shapes and the user's line. The one axis check of the op library.
+
+    >>> normalize_axis(-1, 3, "sum"), normalize_axis((2, np.int64(0)), 3, "sum")
+    ((2,), (0, 2))
+    """
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{op_name}: axis {a} is out of bounds for an array of dimension {ndim}")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op_name}: repeated axis in {axis}")
-    return tuple(sorted(out))
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case first: it runs on every reduction
+        return (axis + ndim if axis < 0 else axis,)
+    items = tuple(axis) if _is_sequence(axis) else (axis,)
+    within = axis if items is not axis and _is_sequence(axis) else None
+    out = tuple(_one_axis(a, ndim, op_name, name, operands, within) for a in items)
+    if len(out) > 1:
+        if len(set(out)) != len(out):
+            repeated = next(a for a in out if out.count(a) > 1)
+            raise user_error(ValueError, op_name, f"repeated axis {repeated} in {name}={axis!r}", *operands)
+        if not ordered:
+            out = tuple(sorted(out))
+    return out
+
+
+def normalize_axis_index(axis, ndim, op_name="op", *operands, name="axis") -> int:
+    """One axis (an integer: a sequence is a TypeError, as NumPy's cumsum, argmax, concatenate)
+    as a non-negative int, checked as `normalize_axis` checks each axis.
+
+    >>> normalize_axis_index(-1, 2, "cumsum")
+    1
+    """
+    if type(axis) is int and -ndim <= axis < ndim:
+        return axis + ndim if axis < 0 else axis
+    return _one_axis(axis, ndim, op_name, name, operands)
 
 
 def reduced_shape(shape, axis, keepdims) -> tuple:

@@ -15,7 +15,7 @@ from sys import _getframe
 
 import numpy as np
 
-from .errors import _PACKAGE_DIR, user_error, user_line
+from .errors import _PACKAGE_DIR, user_error
 
 # eager reverse mode, set by .autodiff (which imports this module, so it cannot be imported here)
 _backward = None
@@ -252,7 +252,7 @@ class Tensor:
     def __len__(self):
         shape = self.shape
         if not shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise user_error(TypeError, "len()", "of a 0-d tensor", self)
         return shape[0]
 
     @property
@@ -262,7 +262,8 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, flag):
         if flag and self.op is not None:
-            raise RuntimeError("requires_grad can only be set on a leaf tensor; use .detach() first")
+            raise user_error(RuntimeError, "Tensor.requires_grad", "can only be set on a leaf tensor (one not "
+                             "computed from others); use .detach() first", self)
         if flag:
             _check_differentiable_dtype(self.dtype, "Tensor.requires_grad")
         self._requires_grad = bool(flag)
@@ -304,7 +305,8 @@ class Tensor:
         """The single value as a Python number."""
         arr = self.numpy()
         if arr.size != 1:
-            raise ValueError(f"item(): only a one-element tensor converts to a Python scalar, got shape {arr.shape}")
+            raise user_error(ValueError, "item()", f"only a one-element tensor converts to a Python scalar, got "
+                             f"shape {arr.shape}", self)
         return arr.item()
 
     def tolist(self):
@@ -313,11 +315,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if self._level:
             # a traced value turned into a plain array would silently lose its derivative
-            raise TypeError(
-                "a value traced by a transform (dg.grad, dg.jvp, ...) cannot become a NumPy array: its "
-                "derivative would be lost. Use dagrad.numpy functions or Tensor methods instead of NumPy's "
-                f"(e.g. dnp.dot(a, x), not a.dot(x) with a NumPy a) at {user_line()}"
-            )
+            raise user_error(TypeError, "np.asarray", "a value traced by a transform (dg.grad, dg.jvp, ...) cannot "
+                             "become a NumPy array: its derivative would be lost. Use dagrad.numpy functions or Tensor "
+                             "methods instead of NumPy's (e.g. dnp.dot(a, x), not a.dot(x) with a NumPy a)")
         arr = self.numpy()
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)
@@ -331,15 +331,15 @@ class Tensor:
 
     def __index__(self):
         if self.dtype.kind not in "iub":
-            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+            raise user_error(TypeError, "index", f"only integer tensors can be used as an index, got dtype "
+                             f"{self.dtype}", self)
         return int(self.item())
 
     def __bool__(self):
         arr = self.numpy()
         if arr.size != 1:
-            raise ValueError(
-                f"the truth value of a tensor with {arr.size} elements is ambiguous; use .any() or .all()"
-            )
+            raise user_error(ValueError, "bool()", f"the truth value of a tensor with {arr.size} elements is "
+                             "ambiguous; use .any() or .all()", self)
         return bool(arr)
 
     def __complex__(self):
@@ -411,20 +411,17 @@ def _as_array(data, dtype, where):
     try:
         value = np.array(data, dtype=dtype)
     except (ValueError, TypeError) as err:
-        message = f"{where}: cannot make a tensor of {type(data).__name__} data ({err}) at {user_line()}"
-        raise type(err)(message) from None
+        kind = TypeError if isinstance(err, TypeError) else ValueError
+        raise user_error(kind, where, f"cannot make a tensor of {type(data).__name__} data ({err})") from None
     if value.dtype.kind not in _SUPPORTED_KINDS:
-        raise TypeError(
-            f"{where}: unsupported dtype {value.dtype} (dagrad holds bool, integer and float data) at {user_line()}"
-        )
+        raise user_error(TypeError, where, f"unsupported dtype {value.dtype} (dagrad holds bool, integer and real "
+                         "floating-point data; complex numbers are not supported yet)")
     return value
 
 
 def _check_differentiable_dtype(dtype, where):
     if np.dtype(dtype).kind != "f":
-        raise TypeError(
-            f"{where}: only floating-point tensors can require gradients, got dtype {dtype} at {user_line()}"
-        )
+        raise user_error(TypeError, where, f"only floating-point tensors can require gradients, got dtype {dtype}")
 
 
 def is_symbolic(value):

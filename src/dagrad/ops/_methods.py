@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.errors import user_line
+from .._core.errors import user_error
 from .._core.tensor import Tensor
 from . import elementwise as ew
 from . import linalg, reduce
@@ -96,11 +96,9 @@ _UFUNCS = {
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     function = _UFUNCS.get(ufunc)
     if method != "__call__" or kwargs or function is None:
-        detail = f"ufunc.{method}" if method != "__call__" else f"keyword arguments {sorted(kwargs)}" if kwargs else ""
-        raise TypeError(
-            f"numpy.{ufunc.__name__}{' ' + detail if detail else ''} is not supported on dagrad Tensors; "
-            f"use the dagrad function, or .numpy() for a value without gradient (at {user_line()})"
-        )
+        detail = f" ufunc.{method}" if method != "__call__" else f" with keyword arguments {sorted(kwargs)}"
+        raise user_error(TypeError, "dagrad", f"numpy.{ufunc.__name__}{detail} is not supported on dagrad Tensors; "
+                         "use the dagrad function, or .numpy() for a value without gradient")
     return function(*inputs)
 
 
@@ -144,10 +142,8 @@ def _on_values(function):
 def _array_function(self, func, types, args, kwargs):
     implementation = _numpy_functions().get(func)
     if implementation is None:
-        raise TypeError(
-            f"numpy.{func.__name__} has no differentiable dagrad version; use dagrad.numpy, or .numpy() "
-            f"for a value without gradient (at {user_line()})"
-        )
+        raise user_error(TypeError, "dagrad", f"numpy.{func.__name__} has no differentiable dagrad version; use "
+                         "dagrad.numpy, or .numpy() for a value without gradient")
     return implementation(*args, **kwargs)
 
 
