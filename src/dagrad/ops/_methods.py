@@ -96,7 +96,8 @@ _UFUNCS = {
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     function = _UFUNCS.get(ufunc)
     if method != "__call__" or kwargs or function is None:
-        detail = f" ufunc.{method}" if method != "__call__" else f" with keyword arguments {sorted(kwargs)}"
+        detail = f" ufunc.{method}" if method != "__call__" else ""
+        detail += f" with keyword arguments {sorted(kwargs)}" if kwargs else ""
         raise user_error(TypeError, "dagrad", f"numpy.{ufunc.__name__}{detail} is not supported on dagrad Tensors; "
                          "use the dagrad function, or .numpy() for a value without gradient")
     return function(*inputs)
