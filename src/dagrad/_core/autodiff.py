@@ -93,9 +93,10 @@ def _modified_error(node, changed):
     made = location(changed) if changed is not node else None
     return RuntimeError(
         f"backward: {what}{f' (computed at {made})' if made else ''} that {node.op.name} saved for its gradient "
-        f"(at {location(node) or 'an unknown line'}) was modified in place at {changed._write.where()} (version "
-        f"{changed._write.count}), after {node.op.name} used it; its gradient would use the new values. Change "
-        f"values before the forward pass, or use a copy (t.numpy().copy()); PyTorch raises too (at {user_line()})"
+        f"(at {location(node) or 'an unknown line'}) was modified in place (or taken for writing through .value) at "
+        f"{changed._write.where()} (version {changed._write.count}), after {node.op.name} used it; its gradient "
+        f"would use the new values. Change values before the forward pass, read them with .numpy() (read-only), "
+        f"or write to a copy; PyTorch raises too (at {user_line()})"
     )
 
 
