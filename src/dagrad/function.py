@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core.autodiff import grad as grad_of
-from ._core.errors import location, user_error, user_line
+from ._core.errors import caller_line, location, user_error, user_line
 from ._core.op import Op, apply
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Tensor, is_symbolic
@@ -160,10 +160,12 @@ def _make_op(cls):
 
 def _rewrapped(err, message):
     """`err`'s class (when its constructor takes a message) with `message` and the user's line."""
+    where = caller_line() + (f" (building the gradient of the node made at {user_line()})"
+                             if user_line() != caller_line() else "")
     try:
-        return type(err)(f"{message} (at {user_line()})")
+        return type(err)(f"{message} (at {where})")
     except Exception:
-        return RuntimeError(f"{message} (at {user_line()})")
+        return RuntimeError(f"{message} (at {where})")
 
 
 def _check_output(name, out):

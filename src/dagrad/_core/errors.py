@@ -34,6 +34,11 @@ def user_line() -> str:
     origin = _provenance.origin
     if origin is not None:
         return origin
+    return caller_line()
+
+
+def caller_line() -> str:
+    """'file.py:12' for the innermost line of the user's code on the stack (what an error names)."""
     frame = user_frame()
     if frame is None:
         return "<unknown>"
@@ -73,7 +78,9 @@ def user_error(kind, op, message, *operands):
     True
     """
     inputs = f" (inputs: {', '.join(_describe(v) for v in operands)})" if operands else ""
-    text = f"{op}: {message}{inputs} at {user_line()}"
+    text = f"{op}: {message}{inputs} at {caller_line()}"
+    if _provenance.origin is not None:  # raised while a static graph's gradient is being built
+        text += f" (building the gradient of the node made at {_provenance.origin})"
     try:
         err = kind(text)
     except Exception:  # an exception type whose constructor takes other arguments
