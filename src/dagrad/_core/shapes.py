@@ -88,7 +88,7 @@ def as_index(value, op_name, what, *operands, within=None):
 
     >>> as_index(np.int64(2), "reshape", "size")
     2
-    >>> as_index(2.5, "reshape", "size", within=(2.5, 3))
+    >>> as_index(2.5, "reshape", "size", within=(2.5, 3))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     TypeError: reshape: size 2.5 in (2.5, 3): 'float' object cannot be interpreted as an integer at ...
     """
@@ -105,7 +105,8 @@ def as_index(value, op_name, what, *operands, within=None):
     raise user_error(TypeError, op_name, f"{what} {value!r}{where}: {reason}", *operands)
 
 
-def _is_sequence(axis):
+def is_sequence(axis):
+    """An axis, shape or count argument that is a sequence (not one integer)."""
     return isinstance(axis, (tuple, list, range)) or (isinstance(axis, np.ndarray) and axis.ndim > 0)
 
 
@@ -134,8 +135,18 @@ def normalize_axis(axis, ndim, op_name="op", *operands, ordered=False, name="axi
         return None
     if type(axis) is int and -ndim <= axis < ndim:  # the common case first: it runs on every reduction
         return (axis + ndim if axis < 0 else axis,)
-    items = tuple(axis) if _is_sequence(axis) else (axis,)
-    within = axis if items is not axis and _is_sequence(axis) else None
+    if type(axis) is tuple:  # a tuple of in-range ints without repeats: the next most common case
+        out = []
+        for a in axis:
+            if type(a) is not int or not -ndim <= a < ndim:
+                break
+            out.append(a + ndim if a < 0 else a)
+        else:
+            if len(set(out)) == len(out):
+                return tuple(out) if ordered else tuple(sorted(out))
+    sequence = is_sequence(axis)
+    items = tuple(axis) if sequence else (axis,)
+    within = axis if sequence else None
     out = tuple(_one_axis(a, ndim, op_name, name, operands, within) for a in items)
     if len(out) > 1:
         if len(set(out)) != len(out):

@@ -7,7 +7,8 @@ import builtins
 import numpy as np
 
 from .._core.op import apply, defop, public
-from .._core.shapes import normalize_axis, reduced_shape
+from .._core.errors import user_error
+from .._core.shapes import normalize_axis, normalize_axis_index, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
@@ -147,7 +148,7 @@ def sum(x, axis=None, keepdims=False):
     >>> sum(np.ones((2, 3)), axis=0)
     array([2., 2., 2.])
     """
-    return apply(_sum, (x,), {"axis": normalize_axis(axis, _ndim(x), "sum"), "keepdims": bool(keepdims)})
+    return apply(_sum, (x,), {"axis": normalize_axis(axis, _ndim(x), "sum", x), "keepdims": bool(keepdims)})
 
 
 def _count(x, axes, keepdims):
@@ -162,7 +163,7 @@ def _count(x, axes, keepdims):
 
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (None: all), as `np.mean`: a sum divided by the count."""
-    axes = normalize_axis(axis, _ndim(x), "mean")
+    axes = normalize_axis(axis, _ndim(x), "mean", x)
     total = sum(x, axis=axes, keepdims=keepdims)
     if _dtype(x).kind != "f":
         total = astype(total, np.float64)
@@ -172,7 +173,7 @@ def mean(x, axis=None, keepdims=False):
 @public(_max)
 def max(x, axis=None, keepdims=False):
     """Maximum over `axis`; the gradient is shared evenly among ties (as `torch.amax`)."""
-    axes = normalize_axis(axis, _ndim(x), "max")
+    axes = normalize_axis(axis, _ndim(x), "max", x)
     _check_nonempty(x, axes, "max")
     return apply(_max, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
@@ -180,7 +181,7 @@ def max(x, axis=None, keepdims=False):
 @public(_min)
 def min(x, axis=None, keepdims=False):
     """Minimum over `axis`; the gradient is shared evenly among ties (as `torch.amin`)."""
-    axes = normalize_axis(axis, _ndim(x), "min")
+    axes = normalize_axis(axis, _ndim(x), "min", x)
     _check_nonempty(x, axes, "min")
     return apply(_min, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
@@ -192,12 +193,12 @@ amin = min
 @public(_prod)
 def prod(x, axis=None, keepdims=False):
     """Product over `axis`, as `np.prod`; the gradient is exact where entries are zero."""
-    return apply(_prod, (x,), {"axis": normalize_axis(axis, _ndim(x), "prod"), "keepdims": bool(keepdims)})
+    return apply(_prod, (x,), {"axis": normalize_axis(axis, _ndim(x), "prod", x), "keepdims": bool(keepdims)})
 
 
 def var(x, axis=None, ddof=0, keepdims=False):
     """Variance over `axis` with `ddof` delta degrees of freedom, as `np.var`."""
-    axes = normalize_axis(axis, _ndim(x), "var")
+    axes = normalize_axis(axis, _ndim(x), "var", x)
     centred = x - mean(x, axis=axes, keepdims=True)
     count = _count(x, axes, keepdims)
     dof = builtins.max(count - ddof, 0) if isinstance(count, int) else maximum(count - ddof, 0)
@@ -223,26 +224,30 @@ _std_sqrt = defop(
 @public(_cumsum)
 def cumsum(x, axis=None):
     """Cumulative sum along `axis` (of the flattened array when None), as `np.cumsum`."""
-    axes = None if axis is None else normalize_axis(axis, _ndim(x), "cumsum")[0]
+    axes = None if axis is None else normalize_axis_index(axis, _ndim(x), "cumsum", x)
     return apply(_cumsum, (x,), {"axis": axes})
 
 
 @public(_argmax)
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum (no gradient), as `np.argmax`."""
-    axes = None if axis is None else normalize_axis(axis, _ndim(x), "argmax")[0]
+    axes = None if axis is None else normalize_axis_index(axis, _ndim(x), "argmax", x)
+    _check_nonempty(x, None if axes is None else (axes,), "argmax")
     return apply(_argmax, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
 @public(_argmin)
 def argmin(x, axis=None, keepdims=False):
     """Index of the minimum (no gradient), as `np.argmin`."""
-    axes = None if axis is None else normalize_axis(axis, _ndim(x), "argmin")[0]
+    axes = None if axis is None else normalize_axis_index(axis, _ndim(x), "argmin", x)
+    _check_nonempty(x, None if axes is None else (axes,), "argmin")
     return apply(_argmin, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
 def _check_nonempty(x, axes, name):
+    """max, min, argmax and argmin of nothing have no value (NumPy raises; PyTorch too)."""
     shape = _shape(x)
     sizes = shape if axes is None else [shape[a] for a in axes]
-    if builtins.any(n == 0 for n in sizes):
-        raise ValueError(f"{name}: zero-size reduction over shape {tuple(shape)} has no identity")
+    if 0 in sizes:
+        over = "an empty array" if axes is None else f"axis {next(a for a in axes if shape[a] == 0)} of size 0"
+        raise user_error(ValueError, name, f"zero-size reduction over {over} has no identity", x)

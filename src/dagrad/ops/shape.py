@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .._core.op import apply, defop, public
-from .._core.errors import user_line
-from .._core.shapes import SymbolicShape, broadcast_shapes, normalize_axis, runtime_shape
+from .._core.errors import user_error
+from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
+from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
@@ -20,10 +23,24 @@ def _shape_source(shape):
     return shape.ref if isinstance(shape, SymbolicShape) and None in shape else None
 
 
-def _target_shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(None if n is None else int(n) for n in shape)
+def _target_shape(shape, op_name, x, infer=False):
+    """`shape` (an integer or a sequence of them; None for a size a static graph knows only when it
+    runs) as a tuple of Python ints. Floats and bools are a TypeError, negative sizes a ValueError
+    (but -1, a size to infer, where `infer`), as NumPy."""
+    if not is_sequence(shape):
+        shape = (shape,)
+    out = []
+    for n in shape:
+        if type(n) is not int:
+            if n is None:
+                out.append(None)
+                continue
+            n = as_index(n, op_name, "size", x, within=shape)
+        if n < 0 and not (infer and n == -1):
+            allowed = " (only -1, once, for a size to infer)" if infer else ""
+            raise user_error(ValueError, op_name, f"negative size {n} in shape {tuple(shape)!r}{allowed}", x)
+        out.append(n)
+    return tuple(out)
 
 
 # -- reshape
@@ -35,6 +52,8 @@ def _reshape_shape(in_shape, *source_shape, shape):
         return tuple(None if n == -1 else n for n in shape)
     total = int(np.prod(in_shape))
     rest = int(np.prod(known))
+    if rest == 0 or total % rest:
+        raise ValueError(f"reshape: cannot reshape shape {tuple(in_shape)} into shape {tuple(shape)}")
     return tuple(total // rest if n == -1 else n for n in shape)
 
 
@@ -53,17 +72,30 @@ def reshape(x, shape, *more):
     if more:
         shape = (shape, *more)
     source = _shape_source(shape)
-    shape = _target_shape(shape)
+    shape = _target_shape(shape, "reshape", x, infer=True)
+    if shape.count(-1) > 1:
+        raise user_error(ValueError, "reshape", f"shape {shape}: can only specify one unknown dimension (-1)", x)
     if source is None and None in shape:
         if shape.count(None) != 1 or -1 in shape:
-            raise ValueError(f"reshape: target shape {shape} has unknown sizes that cannot be inferred ({user_line()})")
+            raise user_error(ValueError, "reshape", f"target shape {shape} has unknown sizes it cannot infer", x)
         shape = tuple(-1 if n is None else n for n in shape)  # one unknown size: NumPy infers it
     in_shape = _shape(x)
     if None not in in_shape and None not in shape:
-        shape = _reshape_shape(in_shape, shape=shape)
-        if int(np.prod(shape)) != int(np.prod(in_shape)):
-            raise ValueError(f"reshape: cannot reshape shape {tuple(in_shape)} into shape {shape} at {user_line()}")
+        known = _product(n for n in shape if n != -1)
+        total = _product(in_shape)
+        fits = known != 0 and total % known == 0 if -1 in shape else known == total
+        if not fits:
+            raise user_error(ValueError, "reshape", f"cannot reshape shape {tuple(in_shape)} into shape {shape}", x)
+        if -1 in shape:
+            shape = tuple(total // known if n == -1 else n for n in shape)
     return apply(_reshape, (x,) if source is None else (x, source), {"shape": shape})
+
+
+def _product(sizes):
+    n = 1
+    for size in sizes:
+        n *= size
+    return n
 
 
 # -- transpose
@@ -74,7 +106,7 @@ def _transpose_shape(shape, axes):
 _transpose = defop(
     "transpose",
     lambda x, axes: np.transpose(x, axes),
-    vjp=(lambda g, out, x, axes: transpose(g, tuple(np.argsort(axes))),),
+    vjp=(lambda g, out, x, axes: transpose(g, tuple(sorted(range(len(axes)), key=axes.__getitem__))),),
     jvp=(lambda t, out, x, axes: transpose(t, axes),),
     shape=_transpose_shape,
 )
@@ -87,9 +119,12 @@ def transpose(x, axes=None):
     if axes is None:
         axes = tuple(range(ndim))[::-1]
     else:
-        axes = tuple(int(a) % ndim if ndim else int(a) for a in axes)
-        if sorted(axes) != list(range(ndim)):
-            raise ValueError(f"transpose: axes {axes} are not a permutation of {ndim} dimensions")
+        if not is_sequence(axes):
+            axes = (axes,)  # np.transpose(vector, 0)
+        if len(axes) != ndim:
+            raise user_error(ValueError, "transpose", f"axes {tuple(axes)!r} do not match an array of dimension {ndim}",
+                             x)
+        axes = normalize_axis(axes, ndim, "transpose", x, ordered=True, name="axes")
     return apply(_transpose, (x,), {"axes": axes})
 
 
@@ -97,7 +132,8 @@ def swapaxes(x, axis1, axis2):
     """`x` with two axes exchanged, as `np.swapaxes`."""
     ndim = _ndim(x)
     axes = list(range(ndim))
-    a, b = normalize_axis(axis1, ndim, "swapaxes")[0], normalize_axis(axis2, ndim, "swapaxes")[0]
+    a = normalize_axis_index(axis1, ndim, "swapaxes", x, name="axis1")
+    b = normalize_axis_index(axis2, ndim, "swapaxes", x, name="axis2")
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(x, axes)
 
@@ -116,7 +152,7 @@ _broadcast_to = defop(
 def broadcast_to(x, shape):
     """`x` broadcast to `shape`, as `np.broadcast_to`."""
     source = _shape_source(shape)
-    shape = _target_shape(shape)
+    shape = _target_shape(shape, "broadcast_to", x)
     return apply(_broadcast_to, (x,) if source is None else (x, source), {"shape": shape})
 
 
@@ -139,7 +175,7 @@ _expand_dims = defop(
 @public(_expand_dims)
 def expand_dims(x, axis):
     """`x` with new size-1 axes at `axis` (int or tuple), as `np.expand_dims`."""
-    axes = normalize_axis(axis, _ndim(x) + (1 if isinstance(axis, int) else len(axis)), "expand_dims")
+    axes = normalize_axis(axis, _ndim(x) + (len(axis) if is_sequence(axis) else 1), "expand_dims", x)
     return apply(_expand_dims, (x,), {"axis": axes})
 
 
@@ -163,10 +199,10 @@ def squeeze(x, axis=None):
     if axis is None:
         axes = tuple(i for i, n in enumerate(shape) if n == 1)
     else:
-        axes = normalize_axis(axis, len(shape), "squeeze")
+        axes = normalize_axis(axis, len(shape), "squeeze", x)
         for a in axes:
             if shape[a] != 1:
-                raise ValueError(f"squeeze: cannot select axis {a} of shape {tuple(shape)}: its size is not 1")
+                raise user_error(ValueError, "squeeze", f"cannot select axis {a}: its size is {shape[a]}, not 1", x)
     return apply(_squeeze, (x,), {"axis": axes})
 
 
@@ -239,7 +275,7 @@ def getitem(x, index):
 def index_add(values, index, shape):
     """Zeros of `shape` with `values` added at `index` (the adjoint of `getitem`)."""
     source = _shape_source(shape)
-    attrs = {"index": normalize_index(index), "shape": _target_shape(shape)}
+    attrs = {"index": normalize_index(index), "shape": _target_shape(shape, "index_add", values)}
     return apply(_index_add, (values,) if source is None else (values, source), attrs)
 
 
@@ -261,6 +297,14 @@ def _concatenate_jvp(tangents, out, *xs, axis):
 
 def _concatenate_shape(*shapes, axis):
     first = list(shapes[0])
+    for s in shapes[1:]:
+        if len(s) != len(first) or any(
+            a != b and a is not None and b is not None for i, (a, b) in enumerate(zip(s, first)) if i != axis
+        ):
+            raise ValueError(
+                f"concatenate: all the input array dimensions except for the concatenation axis {axis} must match "
+                f"exactly, got shapes {', '.join(str(tuple(s)) for s in shapes)}"
+            )
     sizes = [s[axis] for s in shapes]
     first[axis] = None if None in sizes else int(np.sum(sizes))
     return tuple(first)
@@ -277,11 +321,16 @@ _concatenate = defop(
 
 @public(_concatenate)
 def concatenate(arrays, axis=0):
-    """Joins arrays along an existing axis, as `np.concatenate`."""
+    """Joins arrays along an existing axis (of the flattened arrays when None), as `np.concatenate`."""
     arrays = tuple(arrays)
     if not arrays:
-        raise ValueError("concatenate: need at least one array")
-    axis = normalize_axis(axis, _ndim(arrays[0]), "concatenate")[0]
+        raise user_error(ValueError, "concatenate", "need at least one array")
+    if axis is None:
+        arrays, axis = tuple(ravel(a) for a in arrays), 0
+    ndim = _ndim(arrays[0])
+    if ndim == 0:
+        raise user_error(ValueError, "concatenate", "zero-dimensional arrays cannot be concatenated", *arrays)
+    axis = normalize_axis_index(axis, ndim, "concatenate", *arrays)
     return apply(_concatenate, arrays, {"axis": axis})
 
 
@@ -289,28 +338,14 @@ def stack(arrays, axis=0):
     """Joins arrays along a new axis, as `np.stack`."""
     arrays = tuple(arrays)
     if not arrays:
-        raise ValueError("stack: need at least one array")
-    shapes = {tuple(_shape(a)) for a in arrays}
-    if len(shapes) != 1:
-        raise ValueError(f"stack: all arrays must have the same shape, got {sorted(shapes)}")
-    axis = normalize_axis(axis, _ndim(arrays[0]) + 1, "stack")[0]
+        raise user_error(ValueError, "stack", "need at least one array")
+    if len({tuple(_shape(a)) for a in arrays}) != 1:
+        raise user_error(ValueError, "stack", "all input arrays must have the same shape", *arrays)
+    axis = normalize_axis_index(axis, _ndim(arrays[0]) + 1, "stack", *arrays)
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
 
 # -- composites: exact gradients come from getitem / broadcast_to / reshape
-def _axes_in_order(axis, ndim, op_name):
-    """`axis` as a tuple of non-negative axes in the order given (NumPy's normalize_axis_tuple)."""
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{op_name}: axis {a} is out of bounds for an array of dimension {ndim}")
-        out.append(int(a) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op_name}: repeated axis in {axis}")
-    return tuple(out)
-
-
 def ravel(x):
     """`x` flattened to one dimension, as `np.ravel`."""
     return reshape(x, (-1,))
@@ -319,7 +354,7 @@ def ravel(x):
 def flip(x, axis=None):
     """`x` with the order of elements reversed along `axis` (all axes when None), as `np.flip`."""
     ndim = _ndim(x)
-    axes = range(ndim) if axis is None else _axes_in_order(axis, ndim, "flip")
+    axes = range(ndim) if axis is None else normalize_axis(axis, ndim, "flip", x)
     index = [slice(None)] * ndim
     for a in axes:
         index[a] = slice(None, None, -1)
@@ -329,10 +364,11 @@ def flip(x, axis=None):
 def moveaxis(x, source, destination):
     """`x` with axes moved from `source` to `destination`, as `np.moveaxis`."""
     ndim = _ndim(x)
-    source = _axes_in_order(source, ndim, "moveaxis")
-    destination = _axes_in_order(destination, ndim, "moveaxis")
+    source = normalize_axis(source, ndim, "moveaxis", x, ordered=True, name="source")
+    destination = normalize_axis(destination, ndim, "moveaxis", x, ordered=True, name="destination")
     if len(source) != len(destination):
-        raise ValueError("moveaxis: source and destination must have the same number of elements")
+        raise user_error(ValueError, "moveaxis", f"source {source} and destination {destination} must have the same "
+                         "number of elements", x)
     order = [n for n in range(ndim) if n not in source]
     for dest, src in sorted(zip(destination, source)):
         order.insert(dest, src)
@@ -342,15 +378,22 @@ def moveaxis(x, source, destination):
 def split(x, indices_or_sections, axis=0):
     """A list of sub-arrays of `x` along `axis`, as `np.split`."""
     shape = _shape(x)
-    axis = normalize_axis(axis, len(shape), "split")[0]
+    axis = normalize_axis_index(axis, len(shape), "split", x)
     n = shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        sections = int(indices_or_sections)
-        if sections <= 0 or n % sections:
-            raise ValueError(f"split: array split does not result in an equal division ({n} into {sections})")
+    if not is_sequence(indices_or_sections):
+        sections = as_index(indices_or_sections, "split", "sections", x)
+        if sections <= 0:
+            raise user_error(ValueError, "split", f"the number of sections must be larger than 0, got {sections}", x)
+        if n is None:
+            raise user_error(ValueError, "split", f"axis {axis} has a size known only when the graph runs: give "
+                             "indices, not a number of sections", x)
+        if n % sections:
+            raise user_error(ValueError, "split", f"array split does not result in an equal division ({n} into "
+                             f"{sections})", x)
         bounds = [n // sections * i for i in range(sections + 1)]
     else:
-        bounds = [0, *[int(i) for i in indices_or_sections], n]
+        indices = indices_or_sections
+        bounds = [0, *[as_index(i, "split", "index", x, within=indices) for i in indices], n]
     lead = (slice(None),) * axis
     return [getitem(x, lead + (slice(start, stop),)) for start, stop in zip(bounds[:-1], bounds[1:])]
 
@@ -360,19 +403,31 @@ def repeat(x, repeats, axis=None):
     if axis is None:
         x, axis = ravel(x), 0
     shape = _shape(x)
-    axis = normalize_axis(axis, len(shape), "repeat")[0]
-    if isinstance(repeats, (int, np.integer)):
+    axis = normalize_axis_index(axis, len(shape), "repeat", x)
+    if not is_sequence(repeats):
+        count = as_index(repeats, "repeat", "repeats", x)
+        if count < 0:
+            raise user_error(ValueError, "repeat", f"repeats {count} is negative", x)
         # a new axis broadcast to `repeats` and merged: the gradient sums the copies
         column = expand_dims(x, axis + 1)
-        wide = broadcast_to(column, _like(column, shape[: axis + 1] + (int(repeats),) + shape[axis + 1 :]))
-        return reshape(wide, shape[:axis] + (_times(shape[axis], int(repeats)),) + shape[axis + 1 :])
-    index = np.repeat(np.arange(shape[axis]), np.asarray(repeats))
+        wide = broadcast_to(column, _like(column, shape[: axis + 1] + (count,) + shape[axis + 1 :]))
+        return reshape(wide, shape[:axis] + (_times(shape[axis], count),) + shape[axis + 1 :])
+    counts = [as_index(r, "repeat", "repeats", x, within=repeats) for r in repeats]
+    if builtins.any(r < 0 for r in counts):
+        raise user_error(ValueError, "repeat", f"repeats {repeats!r} has a negative count", x)
+    if len(counts) not in (1, shape[axis]):
+        raise user_error(ValueError, "repeat", f"{len(counts)} repeats do not match axis {axis} of size {shape[axis]}",
+                         x)
+    index = np.repeat(np.arange(shape[axis]), counts)
     return getitem(x, (slice(None),) * axis + (index,))
 
 
 def tile(x, reps):
     """`x` repeated `reps` times along each axis, as `np.tile`."""
-    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    reps = tuple(as_index(r, "tile", "reps", x, within=reps) for r in reps) if is_sequence(reps) else (
+        as_index(reps, "tile", "reps", x),)
+    if builtins.any(r < 0 for r in reps):
+        raise user_error(ValueError, "tile", f"negative count in reps {reps}", x)
     shape = _shape(x)
     ndim = max(len(reps), len(shape))
     reps = (1,) * (ndim - len(reps)) + reps
@@ -399,9 +454,16 @@ _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
 def pad(x, pad_width, mode="constant", constant_values=0):
     """`x` padded by `pad_width`, as `np.pad` in modes constant, edge, reflect, symmetric and wrap."""
     shape = _shape(x)
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(shape), 2))
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind not in "iu":  # NumPy refuses float widths too, rather than truncate them
+        raise user_error(TypeError, "pad", f"pad_width {pad_width!r} must be of integral type", x)
+    try:
+        widths = np.broadcast_to(widths, (len(shape), 2))
+    except ValueError:
+        raise user_error(ValueError, "pad", f"pad_width {pad_width!r} does not fit {len(shape)} axes: give (before, "
+                         "after) once or per axis", x) from None
     if (widths < 0).any():
-        raise ValueError(f"pad: negative pad width in {pad_width}")
+        raise user_error(ValueError, "pad", f"negative pad width in {pad_width!r}", x)
     if mode == "constant":
         padded = tuple(int(n + w[0] + w[1]) for n, w in zip(shape, widths))
         inner = tuple(slice(int(w[0]), int(w[0]) + n) for n, w in zip(shape, widths))
@@ -417,17 +479,19 @@ def pad(x, pad_width, mode="constant", constant_values=0):
                 index = np.pad(np.arange(shape[axis]), (int(before), int(after)), mode=mode)
                 x = getitem(x, (slice(None),) * axis + (index,))
         return x
-    raise ValueError(f"pad: mode {mode!r} is not supported; use one of constant, {', '.join(_GATHER_PAD_MODES)}")
+    raise user_error(ValueError, "pad", f"mode {mode!r} is not supported; use one of constant, "
+                     f"{', '.join(_GATHER_PAD_MODES)}", x)
 
 
 def _where_triangle(x, k, keep):
+    k = as_index(k, keep.__name__, "k", x)
     shape = _shape(x)
     if len(shape) < 2:  # NumPy broadcasts a vector to a square matrix first
         x = broadcast_to(x, (shape[0], shape[0]) if shape else (1, 1))
         shape = _shape(x)
     if None in shape[-2:]:
-        raise ValueError(f"{keep.__name__}: the last two axes need known sizes (a static graph has shape {shape})")
-    return where(keep(np.ones(shape[-2:], dtype=bool), int(k)), x, 0)
+        raise user_error(ValueError, keep.__name__, "the last two axes need known sizes in a static graph", x)
+    return where(keep(np.ones(shape[-2:], dtype=bool), k), x, 0)
 
 
 def triu(x, k=0):
