@@ -174,7 +174,7 @@ def test_spectral_matrix_norms_are_not_implemented(ord):
     (np.ones(3), {"ord": "fro"}, "invalid norm order 'fro' for vectors"),
     (np.ones((2, 2)), {"ord": 3}, "invalid norm order 3 for matrices"),
     (np.ones((2, 2, 2)), {"ord": 1}, "1-D or 2-D"),
-    (np.ones((2, 2)), {"axis": (0, 0)}, "duplicate axes"),
+    (np.ones((2, 2)), {"axis": (0, 0)}, "repeated axis 0"),
     (np.ones((2, 2)), {"axis": 2}, "out of bounds"),
 ])
 def test_norm_errors(x, kw, match):

@@ -13,10 +13,10 @@ from collections import Counter, namedtuple
 
 import numpy as np
 
-from .._core.errors import user_line
+from .._core.errors import user_error
 from .._core.op import apply, defop, public
-from .._core.shapes import broadcast_shapes, normalize_axis, reduced_shape
-from .._core.shapes import SymbolicShape
+from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
+from .._core.shapes import normalize_axis_index, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
@@ -94,10 +94,6 @@ def _size_or_unknown(dims):
     return -1 if None in dims else _size(dims)
 
 
-def _fail(message):
-    return ValueError(f"{message} at {user_line()}")
-
-
 def dot(a, b):
     """Dot product of two arrays, as `np.dot`.
 
@@ -113,7 +109,7 @@ def dot(a, b):
         return multiply(a, b)
     k = sb[-2] if len(sb) >= 2 else sb[0]
     if sa[-1] is not None and k is not None and sa[-1] != k:
-        raise _fail(f"dot: shapes {tuple(sa)} and {tuple(sb)} not aligned: {sa[-1]} != {k}")
+        raise user_error(ValueError, "dot", f"shapes {tuple(sa)} and {tuple(sb)} not aligned: {sa[-1]} != {k}", a, b)
     if len(sa) == 1 or len(sb) <= 2:
         return matmul(a, b)  # the same contraction and result shape as np.dot in these cases
     return tensordot(a, b, ((len(sa) - 1,), (len(sb) - 2,)))
@@ -128,7 +124,8 @@ def vdot(a, b):
     sa, sb = _shape(a), _shape(b)
     na, nb = _size_or_unknown(sa), _size_or_unknown(sb)
     if na != nb and na != -1 and nb != -1:
-        raise _fail(f"vdot: arrays of shapes {tuple(sa)} and {tuple(sb)} have different sizes ({na} and {nb})")
+        raise user_error(ValueError, "vdot", f"arrays of shapes {tuple(sa)} and {tuple(sb)} have different sizes "
+                         f"({na} and {nb})", a, b)
     return matmul(a if len(sa) == 1 else reshape(a, (na,)), b if len(sb) == 1 else reshape(b, (nb,)))
 
 
@@ -142,7 +139,8 @@ def inner(a, b):
     if not sa or not sb:
         return multiply(a, b)
     if sa[-1] is not None and sb[-1] is not None and sa[-1] != sb[-1]:
-        raise _fail(f"inner: shapes {tuple(sa)} and {tuple(sb)} not aligned: last dimensions {sa[-1]} != {sb[-1]}")
+        raise user_error(ValueError, "inner", f"shapes {tuple(sa)} and {tuple(sb)} not aligned: last dimensions "
+                         f"{sa[-1]} != {sb[-1]}", a, b)
     if len(sb) == 1:
         return matmul(a, b)
     return tensordot(a, b, ((len(sa) - 1,), (len(sb) - 1,)))
@@ -159,31 +157,23 @@ def outer(a, b):
     return multiply(reshape(a, (na, 1)), reshape(b, (nb,)))
 
 
-def _tensordot_axes(axes, na, nb):
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
+def _tensordot_axes(axes, a, b):
+    """`axes` as two equally long tuples of non-negative axes of `a` and `b`, paired in order."""
+    na, nb = _ndim(a), _ndim(b)
+    if not is_sequence(axes):
+        n = as_index(axes, "tensordot", "axes", a, b)
         if n < 0 or n > na or n > nb:
-            raise _fail(f"tensordot: axes={n} is out of range for arrays of dimensions {na} and {nb}")
+            raise user_error(ValueError, "tensordot", f"axes={n} must be between 0 and the dimensions {na} and {nb} of "
+                             "the arrays", a, b)
         return tuple(range(na - n, na)), tuple(range(n))
-    try:
-        axes_a, axes_b = axes
-    except (TypeError, ValueError):
-        raise _fail(f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}") from None
-    axes_a = (axes_a,) if isinstance(axes_a, (int, np.integer)) else tuple(axes_a)
-    axes_b = (axes_b,) if isinstance(axes_b, (int, np.integer)) else tuple(axes_b)
+    if len(axes) != 2:
+        raise user_error(ValueError, "tensordot", f"axes must be an integer or a pair of axis sequences, got {axes!r}",
+                         a, b)
+    axes_a = normalize_axis(axes[0], na, "tensordot", a, b, ordered=True, name="axes[0]")
+    axes_b = normalize_axis(axes[1], nb, "tensordot", a, b, ordered=True, name="axes[1]")
     if len(axes_a) != len(axes_b):
-        raise _fail(f"tensordot: axes {axes_a} and {axes_b} have different lengths")
-    out = []
-    for axs, nd in ((axes_a, na), (axes_b, nb)):
-        norm = []
-        for ax in axs:
-            if not -nd <= ax < nd:
-                raise _fail(f"tensordot: axis {ax} is out of bounds for an array of dimension {nd}")
-            norm.append(int(ax) % nd)
-        if len(set(norm)) != len(norm):
-            raise _fail(f"tensordot: repeated axis in {axs}")
-        out.append(tuple(norm))
-    return out[0], out[1]
+        raise user_error(ValueError, "tensordot", f"axes {axes_a} and {axes_b} have different lengths", a, b)
+    return axes_a, axes_b
 
 
 def tensordot(a, b, axes=2):
@@ -196,10 +186,11 @@ def tensordot(a, b, axes=2):
     (2, 5)
     """
     sa, sb = tuple(_shape(a)), tuple(_shape(b))
-    axes_a, axes_b = _tensordot_axes(axes, len(sa), len(sb))
+    axes_a, axes_b = _tensordot_axes(axes, a, b)
     for i, j in zip(axes_a, axes_b):
         if sa[i] != sb[j] and sa[i] is not None and sb[j] is not None:
-            raise _fail(f"tensordot: shape mismatch for sum: {sa} axis {i} has {sa[i]} but {sb} axis {j} has {sb[j]}")
+            raise user_error(ValueError, "tensordot", f"shape mismatch for sum: axis {i} of a has size {sa[i]} but "
+                             f"axis {j} of b has {sb[j]}", a, b)
     free_a = [i for i in range(len(sa)) if i not in axes_a]
     free_b = [j for j in range(len(sb)) if j not in axes_b]
     order_a, order_b = free_a + list(axes_a), list(axes_b) + free_b
@@ -225,56 +216,59 @@ _LETTERS = string.ascii_letters
 _MAX_OPERANDS = 64  # NumPy's limit on array arguments (NPY_MAXARGS)
 
 
-def _canonical_subscripts(subscripts, ndims):
-    """`subscripts` for operands of `ndims` dimensions, explicit and without '...'."""
+def _canonical_subscripts(subscripts, operands):
+    """`subscripts` for `operands`, explicit and without '...'."""
+    ndims = [_ndim(x) for x in operands]
+
+    def fail(message):
+        return user_error(ValueError, "einsum", message, *operands)
+
     if not isinstance(subscripts, str):
-        raise TypeError(
-            f"einsum: subscripts must be a string, got {type(subscripts).__name__} "
-            f"(the interleaved operand/sublist form is not supported) at {user_line()}"
-        )
+        raise user_error(TypeError, "einsum", f"subscripts must be a string, got {type(subscripts).__name__} (the "
+                         "interleaved operand/sublist form is not supported)", *operands)
     spec = subscripts.replace(" ", "")
     for c in spec:
         if c not in _LETTERS and c not in ".,->":
-            raise _fail(f"einsum: invalid character {c!r} in subscripts {subscripts!r}")
+            raise fail(f"invalid character {c!r} in subscripts {subscripts!r}")
     if spec.count("->") > 1 or spec.count("-") != spec.count(">") or spec.count("-") != spec.count("->"):
-        raise _fail(f"einsum: subscripts {subscripts!r} must contain at most one '->'")
+        raise fail(f"subscripts {subscripts!r} must contain at most one '->'")
     lhs, explicit, out = spec.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ndims):
-        raise _fail(f"einsum: subscripts {subscripts!r} name {len(terms)} operand(s) but {len(ndims)} were given")
+        raise fail(f"subscripts {subscripts!r} name {len(terms)} operand(s) but {len(ndims)} were given")
     parsed = []
     for i, (term, nd) in enumerate(zip(terms, ndims)):
         head, ellipsis, tail = term.partition("...")
         if "." in head or "." in tail:
-            raise _fail(f"einsum: subscripts {subscripts!r}: '.' must come as one '...' per operand")
+            raise fail(f"subscripts {subscripts!r}: '.' must come as one '...' per operand")
         k = nd - len(head) - len(tail)
         if (k < 0) if ellipsis else (k != 0):
-            raise _fail(
-                f"einsum: operand {i} has {nd} dimension(s) but its subscripts {term!r} name {len(head) + len(tail)}"
+            raise fail(
+                f"operand {i} has {nd} dimension(s) but its subscripts {term!r} name {len(head) + len(tail)}"
             )
         parsed.append((head, k, tail))
     n_ell = builtins.max((k for _, k, _ in parsed), default=0)
     free = [c for c in _LETTERS if c not in spec]
     if n_ell > len(free):
-        raise _fail(f"einsum: too many dimensions for subscripts {subscripts!r}")
+        raise fail(f"too many dimensions for subscripts {subscripts!r}")
     ell = "".join(free[:n_ell])
     canonical = [head + ell[n_ell - k:] + tail for head, k, tail in parsed]
     if explicit:
         head, ellipsis, tail = out.partition("...")
         if "." in head or "." in tail:
-            raise _fail(f"einsum: subscripts {subscripts!r}: '.' must come as one '...' in the output")
+            raise fail(f"subscripts {subscripts!r}: '.' must come as one '...' in the output")
         if not ellipsis and n_ell:
-            raise _fail(
-                f"einsum: the operands of {subscripts!r} have broadcast ('...') dimensions "
+            raise fail(
+                f"the operands of {subscripts!r} have broadcast ('...') dimensions "
                 "but the output has no '...' to hold them"
             )
         out = head + ell + tail
         letters = "".join(canonical)
         for c in out:
             if out.count(c) > 1:
-                raise _fail(f"einsum: output subscript {c!r} appears more than once in {subscripts!r}")
+                raise fail(f"output subscript {c!r} appears more than once in {subscripts!r}")
             if c not in letters:
-                raise _fail(f"einsum: output subscript {c!r} never appears in an input of {subscripts!r}")
+                raise fail(f"output subscript {c!r} never appears in an input of {subscripts!r}")
     else:
         # NumPy's implicit output: the broadcast dimensions, then the letters used once, sorted
         counts = Counter("".join(head + tail for head, _, tail in parsed))
@@ -406,15 +400,16 @@ def einsum(subscripts, *operands, optimize=None):
     np.float64(5.0)
     """
     if not operands:
-        raise _fail("einsum: needs at least one operand")
+        raise user_error(ValueError, "einsum", "needs at least one operand")
     if len(operands) > _MAX_OPERANDS:
-        raise _fail(f"einsum: at most {_MAX_OPERANDS} operands, got {len(operands)}")
+        raise user_error(ValueError, "einsum", f"at most {_MAX_OPERANDS} operands, got {len(operands)}")
     shapes = [tuple(_shape(x)) for x in operands]
-    canonical = _canonical_subscripts(subscripts, [len(s) for s in shapes])
+    canonical = _canonical_subscripts(subscripts, operands)
     try:
         _einsum_shape(*shapes, subscripts=canonical)
     except ValueError as err:
-        raise _fail(str(err).replace(repr(canonical), repr(subscripts))) from None
+        message = str(err).removeprefix("einsum: ").replace(repr(canonical), repr(subscripts))
+        raise user_error(ValueError, "einsum", message, *operands) from None
     if optimize is None:
         optimize = _auto_optimize(canonical, shapes)
     elif isinstance(optimize, list):
@@ -439,19 +434,25 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     >>> diagonal(np.arange(9.0).reshape(3, 3), offset=1)
     array([1., 5.])
     """
+    return _diagonal(a, offset, axis1, axis2, "diagonal")
+
+
+def _diagonal(a, offset, axis1, axis2, op_name):
     shape = _shape(a)
+    offset = as_index(offset, op_name, "offset", a)
     if len(shape) < 2:
-        raise _fail(f"diagonal: needs at least 2 dimensions, got shape {tuple(shape)}")
-    ax1 = normalize_axis(axis1, len(shape), "diagonal")[0]
-    ax2 = normalize_axis(axis2, len(shape), "diagonal")[0]
+        raise user_error(ValueError, op_name, f"needs at least 2 dimensions, got shape {tuple(shape)}", a)
+    ax1 = normalize_axis_index(axis1, len(shape), op_name, a, name="axis1")
+    ax2 = normalize_axis_index(axis2, len(shape), op_name, a, name="axis2")
     if ax1 == ax2:
-        raise _fail(f"diagonal: axis1 and axis2 cannot be the same axis ({axis1} and {axis2})")
+        raise user_error(ValueError, op_name, f"axis1 and axis2 cannot be the same axis ({axis1} and {axis2})", a)
+    if shape[ax1] is None or shape[ax2] is None:
+        raise user_error(ValueError, op_name, f"the two axes need known sizes (a static graph has shape "
+                         f"{tuple(shape)})", a)
     order = [i for i in range(len(shape)) if i not in (ax1, ax2)] + [ax1, ax2]
     if order != list(range(len(shape))):
         a = transpose(a, order)
-    if shape[ax1] is None or shape[ax2] is None:
-        raise _fail(f"diagonal: the two axes need known sizes (a static graph has shape {tuple(shape)})")
-    rows, cols = _diagonal_indices(shape[ax1], shape[ax2], int(offset))
+    rows, cols = _diagonal_indices(shape[ax1], shape[ax2], offset)
     return getitem(a, (Ellipsis, rows, cols))
 
 
@@ -461,7 +462,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     >>> trace(np.array([[1.0, 2.0], [3.0, 4.0]]))
     np.float64(5.0)
     """
-    d = diagonal(a, offset, axis1, axis2)
+    d = _diagonal(a, offset, axis1, axis2, "trace")
     if dtype is not None:
         d = astype(d, dtype)
     return sum(d, axis=-1)
@@ -476,12 +477,15 @@ def diag(v, k=0):
            [0., 2.]])
     """
     shape = _shape(v)
+    k = as_index(k, "diag", "k", v)
     if len(shape) == 2:
-        return diagonal(v, k)
+        return _diagonal(v, k, 0, 1, "diag")
     if len(shape) != 1:
-        raise _fail(f"diag: input must be 1-D or 2-D, got shape {tuple(shape)}")
+        raise user_error(ValueError, "diag", f"input must be 1-D or 2-D, got shape {tuple(shape)}", v)
+    if shape[0] is None:
+        raise user_error(ValueError, "diag", "a vector's size must be known (a static graph has shape (None,))", v)
     n = shape[0] + (k if k >= 0 else -k)
-    rows, cols = _diagonal_indices(n, n, int(k))
+    rows, cols = _diagonal_indices(n, n, k)
     return index_add(v, (rows, cols), (n, n))
 
 
@@ -489,10 +493,8 @@ def diag(v, k=0):
 def _square(name, x):
     shape = _shape(x)
     if len(shape) < 2 or (shape[-1] is not None and shape[-2] is not None and shape[-1] != shape[-2]):
-        raise _fail(
-            f"linalg.{name}: expected a square matrix or a stack of square matrices (..., n, n), "
-            f"got shape {tuple(shape)}"
-        )
+        raise user_error(ValueError, f"linalg.{name}", "expected a square matrix or a stack of square matrices "
+                         f"(..., n, n), got shape {tuple(shape)}", x)
     return shape
 
 
@@ -642,14 +644,13 @@ def solve(a, b):
     m = sa[-1]
     rows = sb[0] if len(sb) == 1 else (sb[-2] if len(sb) >= 2 else None)
     if not sb or (m is not None and rows is not None and rows != m):
-        raise _fail(
-            f"linalg.solve: b of shape {tuple(sb)} does not fit a of shape {tuple(sa)}: b must be (M,) or "
-            f"(..., M, K) with M = {m}"
-        )
+        raise user_error(ValueError, "linalg.solve", f"b of shape {tuple(sb)} does not fit a of shape {tuple(sa)}: b "
+                         f"must be (M,) or (..., M, K) with M = {m}", a, b)
     try:
         _solve_shape(tuple(sa), tuple(sb))
-    except ValueError as err:
-        raise _fail(f"linalg.solve: the batch dimensions of a {tuple(sa)} and b {tuple(sb)} do not broadcast") from err
+    except ValueError:
+        raise user_error(ValueError, "linalg.solve", f"the batch dimensions of a {tuple(sa)} and b {tuple(sb)} do not "
+                         "broadcast", a, b) from None
     return apply(_solve, (a, b))
 
 
@@ -742,10 +743,10 @@ def _p_norm(x, p, axis, keepdims):
 
 
 def _vector_norm(x, ord, axis, keepdims):
+    if isinstance(ord, str):
+        raise user_error(ValueError, "linalg.norm", f"invalid norm order {ord!r} for vectors", x)
     if ord is None or ord == 2:
         return _l2(x, axis, keepdims)
-    if isinstance(ord, str):
-        raise _fail(f"linalg.norm: invalid norm order {ord!r} for vectors")
     if ord == np.inf:
         return max(abs(x), axis=axis, keepdims=keepdims)
     if ord == -np.inf:
@@ -761,16 +762,14 @@ def _matrix_norm(x, ord, row, col, keepdims):
     if ord is None or ord in ("fro", "f"):
         return _l2(x, tuple(sorted((row, col))), keepdims)
     if ord in (2, -2, "nuc"):
-        raise NotImplementedError(
-            f"linalg.norm: ord={ord!r} for matrices needs singular values, which dagrad does not have yet "
-            f"(at {user_line()})"
-        )
+        raise user_error(NotImplementedError, "linalg.norm", f"ord={ord!r} for matrices needs singular values, which "
+                         "dagrad does not have yet", x)
     if ord in (1, -1):
         inner_axis, outer_axis = row, col  # the largest (smallest) column sum
     elif ord in (np.inf, -np.inf):
         inner_axis, outer_axis = col, row  # the largest (smallest) row sum
     else:
-        raise _fail(f"linalg.norm: invalid norm order {ord!r} for matrices")
+        raise user_error(ValueError, "linalg.norm", f"invalid norm order {ord!r} for matrices", x)
     sums = sum(abs(x), axis=inner_axis)
     pick = max if ord in (1, np.inf) else min
     out = pick(sums, axis=outer_axis - (outer_axis > inner_axis))
@@ -800,18 +799,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
         if ord is None:
             return _l2(x, None, keepdims)
         if ndim not in (1, 2):
-            raise _fail(f"linalg.norm: ord={ord!r} needs a 1-D or 2-D array or an axis, got {ndim} dimensions")
+            raise user_error(ValueError, "linalg.norm", f"ord={ord!r} needs a 1-D or 2-D array or an axis, got {ndim} "
+                             "dimensions", x)
         axes = tuple(range(ndim))
     else:
-        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-        if len(axes) not in (1, 2):
-            raise _fail(f"linalg.norm: axis must be an int or a pair, got {axis!r}")
-        for a in axes:
-            if not -ndim <= a < ndim:
-                raise _fail(f"linalg.norm: axis {a} is out of bounds for an array of dimension {ndim}")
-        axes = tuple(int(a) % ndim for a in axes)
+        if is_sequence(axis) and len(axis) not in (1, 2):
+            raise user_error(ValueError, "linalg.norm", f"axis must be an integer or a pair, got {axis!r}", x)
+        axes = normalize_axis(axis, ndim, "linalg.norm", x, ordered=True)  # (row, col): the order matters
     if len(axes) == 1:
         return _vector_norm(x, ord, axes, keepdims)
-    if axes[0] == axes[1]:
-        raise _fail(f"linalg.norm: duplicate axes {axis!r}")
     return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
