@@ -117,7 +117,7 @@ def _one_axis(a, ndim, op_name, name, operands, within=None):
         a = as_index(a, op_name, name, *operands, within=within)
     if -ndim <= a < ndim:
         return a + ndim if a < 0 else a
-    prefix = "" if name == "axis" else f"{name}: "
+    prefix = "" if name in ("axis", "axes") else f"{name}: "  # axis1: axis 5 is out of bounds ... (as NumPy)
     raise user_error(AxisError, op_name, f"{prefix}axis {a} is out of bounds for an array of dimension {ndim}",
                      *operands)
 

@@ -207,7 +207,8 @@ def var(x, axis=None, ddof=0, keepdims=False):
 
 def std(x, axis=None, ddof=0, keepdims=False):
     """Standard deviation over `axis`, as `np.std`; its gradient is 0 where it is 0 (as PyTorch)."""
-    return _std_sqrt.function(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
+    axes = normalize_axis(axis, _ndim(x), "std", x)  # checked here so that an error names std, not var
+    return _std_sqrt.function(var(x, axis=axes, ddof=ddof, keepdims=keepdims))
 
 
 # sqrt whose derivative is 0 at 0 instead of inf: std of constant data has gradient 0 in PyTorch
