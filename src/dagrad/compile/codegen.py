@@ -6,6 +6,13 @@ of an input that dies at that node (same shape and dtype), so a chain of element
 reuses one buffer instead of allocating one per op. A buffer is reused only if the
 generated code allocated it (never a caller's array, a Variable or a constant) and no
 live value shares its memory (views are tracked).
+
+Generated source never holds a user's string verbatim (the names of placeholders, ops,
+dict keys and files may come from untrusted data, such as a checkpoint's keys): every
+identifier comes from one naming table (`_Naming`: NFKC-normalised, plain ASCII, never a
+keyword, builtin, `np` or dunder name, unique), every value is a literal dagrad writes
+itself for a few known types (`literal`) or a named constant of the namespace, and any
+other text appears only in a `#` comment, escaped by `comment`.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import linecache
 import math
 import os
 import re
+import unicodedata
+import weakref
 
 import numpy as np
 
@@ -25,8 +34,22 @@ from ..static.graph import Symbol
 # ops whose result is always a new array (when it has at least one dimension); ufuncs are too
 FRESH_OPS = frozenset(("sum", "prod", "cumsum", "where", "full_like", "concatenate", "stack", "add_n", "multiply_n"))
 COMMENT_COLUMN = 56
+MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut: names stay readable
+FILENAME_PREFIX = "<dagrad.compile "  # the file name of generated code, in tracebacks and linecache
 
 _counter = itertools.count(1)
+
+
+def comment(text):
+    """`text` made safe to follow a `#`: the body of its repr, so no line break (newline, CR,
+    U+2028, ...), NUL or other unprintable character can end the comment or shift the line
+    numbers; `str.__repr__` itself, never a subclass's `__repr__`.
+
+    >>> print(comment("model.py\\nimport os"))
+    model.py\\nimport os
+    """
+    text = text if isinstance(text, str) else str(text)
+    return str.__repr__(text)[1:-1]
 
 
 class Generated:
@@ -47,21 +70,24 @@ def generate(program, name="f", grouped=False, reserved=()):
 
     Each line ends with a comment naming the user's line that built the node; with `grouped`,
     consecutive lines from one user line are headed instead by one comment quoting that line.
-    No name in the source is one of `reserved`.
+    No name in the source is one of `reserved`. The source is registered with `linecache`
+    (tracebacks show its lines) for as long as the function lives.
     """
     source, line_nodes, names, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
-    filename = f"<dagrad.compile {name} #{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show lines
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (our own generated source)
+    filename = f"{FILENAME_PREFIX}{name} #{next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # nosec B102: the source is dagrad's own: identifiers from _Naming, values from `literal` or named
+    # constants of `namespace`, user text only escaped in comments (tests/test_security.py)
+    exec(compile(source, filename, "exec"), namespace)  # nosec B102
     function = namespace[name]
     function.__dagrad_filename__ = filename
+    weakref.finalize(function, linecache.cache.pop, filename, None)  # the entry goes with the function
     return Generated(source, namespace, function, line_nodes, names, bindings, constants.arrays)
 
 
 def _write(program, name, grouped, reserved):
     nodes = program.nodes
-    naming = _Naming()
-    naming.taken.update(reserved)
+    naming = _Naming(reserved)
     name = naming.claim(name)  # before the ops: a function called like an op it calls would call itself
     names = {}
     for node in program.inputs:
@@ -88,7 +114,7 @@ def _write(program, name, grouped, reserved):
         if node.op is None:
             continue
         args = [names[a] if isinstance(a, Symbol) else constants.literal(a) for a in node.inputs]
-        args += [f"{key}={constants.literal(value)}" for key, value in (node.attrs or {}).items()]
+        args += _keyword_arguments(node.attrs or {}, constants)
         target = plan.out_into.get(node)
         if target is not None:
             args.append(f"out={names[target]}")
@@ -101,10 +127,10 @@ def _write(program, name, grouped, reserved):
                 # the text of a line is quoted once; a following block from the same line names only its part
                 same_line = heading is not None and _location(heading) == _location(node.where)
                 heading = node.where
-                lines.append(f"    # {_short(heading) if same_line else _quoted(heading)}")
+                lines.append(f"    # {comment(_short(heading) if same_line else _quoted(heading))}")
             lines.append(f"    {code}")
         else:
-            lines.append(f"    {code:<{COMMENT_COLUMN - 4}}  # {_short(node.where)}")
+            lines.append(f"    {code:<{COMMENT_COLUMN - 4}}  # {comment(_short(node.where))}")
         line_nodes[len(lines) + 1] = node  # +1 for the def line (lines count from 1)
 
     results = []
@@ -125,6 +151,18 @@ def _write(program, name, grouped, reserved):
     return source, line_nodes, names, bindings, constants, namespace, name
 
 
+def _keyword_arguments(attrs, constants):
+    """`key=value` for each attribute; a key that is not a plain identifier (an op declared with
+    any string as an attribute name) is passed as `**{'key': value}`, its name a string literal."""
+    plain, other = [], []
+    for key, value in attrs.items():
+        if type(key) is str and key.isascii() and key.isidentifier() and not keyword.iskeyword(key):
+            plain.append(f"{key}={constants.literal(value)}")
+        else:
+            other.append(f"{constants.literal(key)}: {constants.literal(value)}")
+    return plain + ([f"**{{{', '.join(other)}}}"] if other else [])
+
+
 def _short(where):
     """'model.py:12 (backward of exp)' from '/home/me/model.py:12 (backward of exp)'."""
     if not where:
@@ -139,7 +177,7 @@ def _location(where):
 
 def _quoted(where):
     """'model.py:12 (backward of exp):  h = dg.exp(x)': a location with the text of its line."""
-    match = re.match(r"^(.*):(\d+)(.*)$", where or "")
+    match = re.match(r"^(.*):(\d+)(.*)$", where or "", re.DOTALL)
     if not match:
         return where or "?"
     path, number, rest = match.groups()
@@ -147,30 +185,111 @@ def _quoted(where):
     return f"{os.path.basename(path)}:{number}{rest}" + (f":  {text}" if text else "")
 
 
+# names a generated identifier never takes: the code reads them (builtins, np), Python reserves them
+_FORBIDDEN = frozenset(keyword.kwlist) | {"np"}
+_BUILTINS = frozenset(dir(builtins))
+
+
+def identifier(wanted):
+    """A plain ASCII identifier readable as `wanted`: NFKC-normalised as Python normalises names
+    (so 'ｃ1' is 'c1', never a second spelling of it), each run of other characters one '_',
+    never a leading digit or a dunder name. Not yet unique: `_Naming.claim` makes it so.
+
+    >>> identifier("ｃ1"), identifier('w"; import os'), identifier("1st"), identifier("__class__")
+    ('c1', 'w_import_os', 'x1st', 'class')
+    """
+    text = unicodedata.normalize("NFKC", wanted if isinstance(wanted, str) else str(wanted))
+    text = re.sub(r"^[^A-Za-z0-9_]+|[^A-Za-z0-9_]+$", "", text)  # e.g. the brackets of '<lambda>'
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", text)[:MAX_IDENTIFIER]
+    if name.startswith("__") and name.endswith("__"):
+        name = name.strip("_")
+    if not name:
+        return "x"
+    return "x" + name if name[0].isdigit() else name
+
+
 class _Naming:
-    """Unique Python identifiers, never a keyword, a builtin or `np`."""
+    """The one naming table of a generated function or module: every identifier the source
+    binds comes from `claim`, unique, plain ASCII, never a keyword, a builtin, `np` or a dunder."""
 
-    def __init__(self):
-        self.taken = set(keyword.kwlist) | set(dir(builtins)) | {"np"}
+    def __init__(self, reserved=()):
+        self.taken = set(_FORBIDDEN)
+        self.taken.update(reserved)
 
-    def claim(self, wanted):
-        base = re.sub(r"\W", "_", str(wanted)) or "x"
-        if base[0].isdigit():
-            base = "x" + base
+    def claim(self, wanted, builtin_ok=False):
+        """A new identifier for `wanted`. `builtin_ok` allows a builtin's name (a parameter of a
+        function whose body reads no builtin: a caller may pass it by keyword, as `input=`)."""
+        base = identifier(wanted)
         name = base
-        if name in self.taken:
-            name = base + "_"
-        k = 2
-        while name in self.taken:
-            name = f"{base}_{k}"
+        k = 1
+        while name in self.taken or (not builtin_ok and name in _BUILTINS):
+            name = f"{base}_" if k == 1 else f"{base}_{k}"
             k += 1
         self.taken.add(name)
         return name
 
 
+# NumPy scalar types written as `np.<name>(<Python literal>)`, exactly (not longdouble: its
+# value has no exact Python literal); the type must be NumPy's own, found by that name
+_SCALARS = {t: np.dtype(t).name for t in (np.dtype(c).type for c in "?bhilqBHILQefdFD")
+            if getattr(np, np.dtype(t).name, None) is t}
+
+
+def literal(value, other=None):
+    """Python source for `value` when dagrad can write it itself, else `other(value)` (a value
+    without a literal, e.g. an array, anywhere inside it), else None.
+
+    Only exact built-in types (None, Ellipsis, bool, int, float, complex, str; tuples, lists,
+    dicts and slices of them), NumPy's numeric scalars, 0-d numeric arrays and plain dtypes:
+    never the `repr` of an arbitrary object (or of a subclass, whose `__repr__` could be anything).
+
+    >>> literal((1, 2.5, "a")), literal(float("inf")), literal(np.float32(0.5)), literal(object())
+    ("(1, 2.5, 'a')", "float('inf')", 'np.float32(0.5)', None)
+    """
+    kind = type(value)
+    if value is None or value is Ellipsis or kind is bool or kind is int:
+        return repr(value)
+    if kind is str:
+        return str.__repr__(value)
+    if kind is float:
+        return repr(value) if math.isfinite(value) else f"float('{value}')"
+    if kind is complex:
+        if math.isfinite(value.real) and math.isfinite(value.imag):
+            return repr(value)
+        return f"complex({literal(value.real)}, {literal(value.imag)})"
+    if kind in _SCALARS:
+        return f"np.{_SCALARS[kind]}({literal(value.item())})"
+    if kind is np.ndarray and value.ndim == 0 and value.dtype.kind in "biuf":
+        return literal(value[()])
+    if kind is tuple or kind is list or kind is dict or kind is slice:
+        parts = [literal(v, other) for v in _parts(value)]
+        if None in parts:
+            return None
+        if kind is list:
+            return f"[{', '.join(parts)}]"
+        if kind is tuple:
+            return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+        if kind is slice:
+            return f"slice({', '.join(parts)})"
+        return "{" + ", ".join(f"{k}: {v}" for k, v in zip(parts[::2], parts[1::2])) + "}"
+    if isinstance(value, np.dtype) and value.names is None and value.subdtype is None:
+        for text in (value.name, value.str):
+            if type(text) is str and np.dtype(text) == value:
+                return f"np.dtype({str.__repr__(text)})"
+    return None if other is None else other(value)
+
+
+def _parts(value):
+    if type(value) is slice:
+        return (value.start, value.stop, value.step)
+    if type(value) is dict:
+        return [part for item in value.items() for part in item]
+    return value
+
+
 class _Constants:
-    """Renders values as Python literals; arrays (and anything without a literal) become named
-    constants of the namespace: c1, c2, ..."""
+    """Renders values as Python literals (`literal`); arrays and anything else without one become
+    named constants of the namespace: c1, c2, ..."""
 
     def __init__(self, naming, namespace):
         self.naming = naming
@@ -178,28 +297,9 @@ class _Constants:
         self.arrays = {}  # name -> value, in order of first use
 
     def literal(self, value):
-        if isinstance(value, np.generic):  # first: np.float64 is also a float
-            if isinstance(value, np.floating) and not np.isfinite(value):
-                return f"np.{type(value).__name__}(float('{float(value)}'))"
-            if isinstance(value, (np.bool_, np.number)):
-                return repr(value)
-        if value is None or value is Ellipsis or isinstance(value, (bool, int, str)):
-            return repr(value)
-        if isinstance(value, float):
-            return repr(value) if math.isfinite(value) else f"float('{value}')"
-        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf":
-            return self.literal(value[()])
-        if isinstance(value, tuple):
-            inner = ", ".join(self.literal(v) for v in value)
-            return f"({inner}{',' if len(value) == 1 else ''})"
-        if isinstance(value, list):
-            return f"[{', '.join(self.literal(v) for v in value)}]"
-        if isinstance(value, dict):
-            return "{" + ", ".join(f"{self.literal(k)}: {self.literal(v)}" for k, v in value.items()) + "}"
-        if isinstance(value, slice):
-            return f"slice({self.literal(value.start)}, {self.literal(value.stop)}, {self.literal(value.step)})"
-        if isinstance(value, np.dtype):
-            return f"np.dtype({value.name!r})" if np.dtype(value.name) == value else f"np.dtype({value.str!r})"
+        return literal(value, self._named)
+
+    def _named(self, value):
         for existing, stored in self.arrays.items():
             if stored is value:
                 return existing

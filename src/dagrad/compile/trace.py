@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import functools
 import inspect
-import keyword
-import re
 
 import numpy as np
 
 from .._core.autodiff import tree_flatten, tree_unflatten
-from .._core.errors import user_line
+from .._core.errors import user_error
 from .._core.tensor import Tensor, _grad_mode, _leaf
 from ..static.graph import Graph, Symbol, _symbol
-from .codegen import generate
+from .cache import LRUCache
+from .codegen import generate, identifier
 from .passes import optimize
 from .program import Program
 
-CACHE_SIZE = 64  # signatures kept per compiled function; the oldest is dropped beyond this
+CACHE_SIZE = 64  # signatures kept per compiled function; the least recently used is dropped beyond this
+ARRAY_KINDS = "biuf"  # dtype kinds an array argument may have: bool, integers, floats (complex not yet)
 
 
 def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.compile and jax.jit)
@@ -42,7 +42,7 @@ def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.comp
     if f is None:
         return functools.partial(compile, optimize=optimize)
     if not callable(f):
-        raise TypeError(f"dg.compile: expects a function, got {type(f).__name__} (at {user_line()})")
+        raise user_error(TypeError, "dg.compile", f"expects a function, got {type(f).__name__}")
     return Compiled(f, optimize)
 
 
@@ -53,7 +53,7 @@ class Compiled:
     def __init__(self, f, optimize=True):
         self.f = f
         self.optimize = optimize
-        self._cache = {}
+        self._cache = LRUCache(CACHE_SIZE)  # signature -> _Entry, shared by threads
         functools.update_wrapper(self, f)
         self.__name__ = _identifier(getattr(f, "__name__", "f"))
 
@@ -111,15 +111,15 @@ class Compiled:
         return self._cache.get(key) or self._entry(key, leaves, args, kwargs)
 
     def _entry(self, key, leaves, args, kwargs):
+        """Traces a new signature (outside the cache's lock: another thread may trace the same one;
+        both then use the entry stored first)."""
         for leaf in leaves:
             if isinstance(leaf, Tensor) and (leaf._level or leaf._symbolic):
-                raise TypeError("dg.compile: cannot trace values that a transform or a static graph is tracing")
+                raise user_error(TypeError, "dg.compile", "cannot trace values that a transform or a static graph "
+                                 "is tracing")
         _, treedef = tree_flatten((args, kwargs))
-        entry = self._trace(leaves, treedef)
-        if len(self._cache) >= CACHE_SIZE:
-            del self._cache[next(iter(self._cache))]
-        self._cache[key] = entry
-        return entry
+        _check_arrays(self.f, treedef, leaves)
+        return self._cache.put(key, self._trace(leaves, treedef))
 
     def _trace(self, leaves, treedef):
         graph = Graph()
@@ -189,64 +189,88 @@ def _key(tree, leaves):
     try:
         hash(tree)
     except TypeError:
-        raise TypeError(
-            f"dg.compile: an argument of type {kind.__name__} is neither an array nor a hashable "
-            f"constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them) at {user_line()}"
-        ) from None
+        raise user_error(TypeError, "dg.compile", f"an argument of type {kind.__name__} is neither an array nor a "
+                         "hashable constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them)") from None
     # floats by repr: -0.0 and 0.0 are different constants, and nan equals itself
     return ("static", kind, repr(tree) if kind is float else tree)
 
 
-def _leaf_names(f, treedef, count):
-    """Names for the placeholders after f's parameters: `x`, `params_w`, `batch_0`, ..."""
+def _check_arrays(f, treedef, leaves):
+    """Array arguments must be real numbers or booleans: complex values are not supported yet, and
+    strings and objects have no arithmetic."""
+    for k, leaf in enumerate(leaves):
+        if _is_array(leaf):
+            dtype = (leaf._value if isinstance(leaf, Tensor) else leaf).dtype
+            if dtype.kind not in ARRAY_KINDS:
+                path = _leaf_paths(f, treedef)[k]
+                what = "complex numbers are not supported yet" if dtype.kind == "c" else "it has no arithmetic"
+                raise user_error(TypeError, "dg.compile", f"argument {path} has dtype {dtype}: {what}; pass arrays "
+                                 "of floats, integers or booleans", leaf)
+
+
+def _parameter_names(f):
+    """(positional parameter names, the name of *args or None) of `f`'s signature."""
     try:
         parameters = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):
         parameters = []
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    variadic = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), "arg")
+    variadic = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
+    return positional, variadic
+
+
+def _walk_leaves(f, treedef, join):
+    """One label per leaf of the arguments: `join(prefix, key, is_dict_key)` builds a child's label
+    from its parent's; a top-level argument's label is its parameter name (or key for **kwargs)."""
+    positional, variadic = _parameter_names(f)
     _, (args_def, kwargs_def) = treedef
-    names = []
-
-    def walk(sub, prefix):
-        if sub is None:
-            names.append(prefix)
-            return
-        kind, defs = sub
-        if kind is dict:
-            for key, item in defs:
-                walk(item, f"{prefix}_{key}")
-        else:
-            for k, item in enumerate(defs):
-                walk(item, f"{prefix}_{k}")
-
+    labels = []
+    stack = []
     for k, sub in enumerate(args_def[1]):
-        walk(sub, positional[k] if k < len(positional) else f"{variadic}{k}")
+        stack.append((sub, positional[k] if k < len(positional) else f"{variadic or 'arg'}{k}"))
     for key, sub in kwargs_def[1]:
-        walk(sub, key)
-    return names[:count]
+        stack.append((sub, key))
+    stack.reverse()
+    while stack:  # depth first, in the order of tree_flatten
+        sub, label = stack.pop()
+        if sub is None:
+            labels.append(label)
+            continue
+        kind, defs = sub
+        items = [(item, join(label, key, True)) for key, item in defs] if kind is dict else \
+                [(item, join(label, k, False)) for k, item in enumerate(defs)]
+        stack.extend(reversed(items))
+    return labels
+
+
+def _leaf_names(f, treedef, count):
+    """Names for the placeholders after f's parameters: `x`, `params_w`, `batch_0`, ... (any text:
+    the naming table of codegen makes identifiers of them)."""
+    return _walk_leaves(f, treedef, lambda prefix, key, _: f"{prefix}_{key}")[:count]
+
+
+def _leaf_paths(f, treedef):
+    """How a user would write each leaf: `x`, `params['w']`, `batch[0]` (for messages)."""
+    return _walk_leaves(f, treedef, lambda prefix, key, is_key: f"{prefix}[{key!r}]" if is_key else f"{prefix}[{key}]")
 
 
 def _output(value, graph):
     """An output of the traced function: a node of the trace, or a constant."""
     if isinstance(value, Symbol):
         if value.graph is not graph:
-            raise ValueError("dg.compile: the function returned a node of another static graph")
+            raise user_error(ValueError, "dg.compile", "the function returned a node of another static graph")
         return value
     if isinstance(value, Tensor):
         if value._level:
-            raise TypeError("dg.compile: the function returned a value still traced by a transform")
-        return value.numpy()
+            raise user_error(TypeError, "dg.compile", "the function returned a value still traced by a transform")
+        return np.array(value._value)  # its value now, as JAX bakes a closed-over array into the trace
     return value
 
 
 def _identifier(name):
-    cleaned = re.sub("_+", "_", "".join(c if c.isalnum() else "_" for c in name)).strip("_")
-    if cleaned == "lambda":
-        return "f"
-    if keyword.iskeyword(cleaned):
-        return cleaned + "_"
-    return cleaned if cleaned and not cleaned[0].isdigit() else f"f_{cleaned}"
+    """The generated function's name: f's name made an identifier ('<lambda>' is 'f')."""
+    name = identifier(identifier(name if isinstance(name, str) else "f").strip("_"))
+    return "f" if name == "lambda" else name
 
 
 def explain(err, generated, where):
