@@ -4,6 +4,7 @@ compares every update and schedule with PyTorch's, step by step."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -455,6 +456,327 @@ def test_scheduler_state_dict_round_trip():
         sched.step()
         sched2.step()
         assert sched.get_last_lr() == sched2.get_last_lr()
+
+
+# ---------------------------------------------------------------- all or nothing, errors at the user's line
+
+
+def _here(offset=1):
+    return f"test_optim.py:{sys._getframe(1).f_lineno + offset}"
+
+
+def _line_of(fn):
+    """'test_optim.py:N' of a one-line lambda: the line a user_error raised inside it must name."""
+    return f"test_optim.py:{fn.__code__.co_firstlineno}"
+
+
+def _snapshot(opt, params):
+    """Deep copies of the parameters, their .grad and versions, the optimiser's state and groups."""
+    state = {id(p): {k: np.array(v, copy=True) for k, v in entry.items()} for p, entry in opt.state.items()}
+    groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+    grads = [p._grad for p in params]
+    grads = [g.numpy().copy() if isinstance(g, dg.Tensor) else np.array(g, copy=True) for g in grads]
+    return ([p.numpy().copy() for p in params], grads,
+            [p._version for p in params], state, groups, [list(g["params"]) for g in opt.param_groups])
+
+
+def _assert_same(a, b):
+    values_a, grads_a, versions_a, state_a, groups_a, params_a = a
+    values_b, grads_b, versions_b, state_b, groups_b, params_b = b
+    for x, y in zip(values_a + grads_a, values_b + grads_b):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    assert versions_a == versions_b and groups_a == groups_b
+    assert [list(map(id, g)) for g in params_a] == [list(map(id, g)) for g in params_b]
+    assert state_a.keys() == state_b.keys()
+    for key in state_a:
+        assert state_a[key].keys() == state_b[key].keys()
+        for k in state_a[key]:
+            np.testing.assert_array_equal(state_a[key][k], state_b[key][k])
+
+
+STEP_CONFIGS = [("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.1)),
+                ("AdamW", dict(lr=0.1, amsgrad=True)), ("RMSprop", dict(lr=0.1, centered=True, momentum=0.5)),
+                ("Adagrad", dict(lr=0.1))]
+
+
+def _bad_grads():
+    """(how to break the second parameter's gradient through the raw slot, error type, message)."""
+    return [
+        (lambda p: dg.tensor(1.0), ValueError, r"parameter 1 has shape \(3,\) but its \.grad has shape \(\)"),
+        (lambda p: dg.tensor(np.ones(4)), ValueError, r"parameter 1 has shape \(3,\) but its \.grad has shape \(4,\)"),
+        (lambda p: dg.tensor(np.ones((1, 3))), ValueError, r"shape \(1, 3\)"),
+        (lambda p: dg.tensor(np.ones(3, np.float32)), TypeError, "has dtype float64 but its .grad has dtype float32"),
+        (lambda p: np.ones(3), TypeError, r"parameter 1's \.grad is a ndarray, not a Tensor or None"),
+        (lambda p: 1.0, TypeError, "is a float, not a Tensor"),
+    ]
+
+
+@pytest.mark.parametrize("name, opts", STEP_CONFIGS, ids=[f"{n}-{o}" for n, o in STEP_CONFIGS])
+@pytest.mark.parametrize("case", range(len(_bad_grads())))
+def test_step_checks_every_gradient_before_updating_any(name, opts, case):
+    make, kind, message = _bad_grads()[case]
+    a = dg.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = dg.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    opt = getattr(dg.optim, name)([a, b], **opts)
+    for _ in range(2):  # state and step counts exist
+        opt.zero_grad()
+        (a * a * b).sum().backward()
+        opt.step()
+    opt.zero_grad()
+    (a * a * b).sum().backward()
+    b._grad = make(b)  # past the validating .grad setter, as internal code could
+    before = _snapshot(opt, [a, b])
+    line = _here(2)
+    with pytest.raises(kind, match=message) as info:
+        opt.step()
+    assert f"{name}.step" in str(info.value) and line in str(info.value) and "nothing was updated" in str(info.value)
+    _assert_same(before, _snapshot(opt, [a, b]))
+
+
+def test_the_grad_setter_refuses_what_step_would_have_broadcast():
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ValueError, match="shape"):
+        w.grad = dg.tensor(1.0)  # a scalar gradient: silently broadcast by step before
+
+
+def test_step_refuses_state_of_another_shape_than_a_replaced_value():
+    a = dg.tensor([1.0, 2.0], requires_grad=True)
+    b = dg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    opt = dg.optim.Adam([a, b], lr=0.1)
+    (a.sum() + b.sum()).backward()
+    opt.step()
+    b._value = np.zeros(4)  # internal code replaced the array
+    b._grad = dg.tensor(np.ones(4))
+    before = _snapshot(opt, [a, b])
+    line = _here(2)
+    with pytest.raises(ValueError, match=r"Adam.step: the state of parameter 1 has shape \(3,\)") as info:
+        opt.step()
+    assert line in str(info.value)
+    _assert_same(before, _snapshot(opt, [a, b]))
+
+
+@pytest.mark.parametrize("name, opts", STEP_CONFIGS, ids=[f"{n}-{o}" for n, o in STEP_CONFIGS])
+def test_step_bumps_the_version_of_each_updated_parameter(name, opts):
+    a = dg.tensor([1.0, 2.0], requires_grad=True)
+    b = dg.tensor([1.0, 2.0], requires_grad=True)
+    opt = getattr(dg.optim, name)([a, b], **opts)
+    (a * a).sum().backward()
+    saved = (a * a).sum()  # saves a for its backward
+    versions = a._version, b._version
+    opt.step()
+    assert a._version == versions[0] + 1 and b._version == versions[1]  # b had no gradient: untouched
+    with pytest.raises(RuntimeError, match="modified in place"):
+        saved.backward()  # as PyTorch: a step between forward and backward invalidates the saved values
+
+
+@pytest.mark.parametrize("bad, kind, message", [
+    (lambda p: dg.optim.SGD(p, lr=-1.0), ValueError, r"SGD: invalid learning rate -1.0 \(lr must be >= 0\)"),
+    (lambda p: dg.optim.Adam(p, lr=-1), ValueError, "Adam: invalid learning rate -1 "),
+    (lambda p: dg.optim.Adam(p, lr=float("nan")), ValueError, "Adam: invalid learning rate nan"),
+    (lambda p: dg.optim.SGD(p, lr=float("inf")), ValueError, "must be finite"),
+    (lambda p: dg.optim.SGD(p, lr="0.1"), TypeError, "SGD: lr must be a real number, got str '0.1'"),
+    (lambda p: dg.optim.SGD(p, lr=True), TypeError, "SGD: lr must be a real number, got bool"),
+    (lambda p: dg.optim.SGD(p, lr=dg.tensor(0.1)), TypeError, "lr must be a real number, got Tensor"),
+    (lambda p: dg.optim.SGD(p, momentum=-0.5), ValueError, "SGD: invalid momentum -0.5"),
+    (lambda p: dg.optim.SGD(p, weight_decay=-1e-4), ValueError, "SGD: invalid weight_decay -0.0001"),
+    (lambda p: dg.optim.SGD(p, dampening="a"), TypeError, "SGD: dampening must be a real number"),
+    (lambda p: dg.optim.SGD(p, nesterov=True), ValueError, "SGD: Nesterov momentum requires.*momentum=0"),
+    (lambda p: dg.optim.SGD(p, momentum=0.9, nesterov="yes"), TypeError, "SGD: nesterov must be True or False"),
+    (lambda p: dg.optim.Adam(p, betas=(0.9, 1.0)), ValueError, r"Adam: invalid betas \(0.9, 1.0\)"),
+    (lambda p: dg.optim.Adam(p, betas=(0.9,)), TypeError, "Adam: betas must be a pair"),
+    (lambda p: dg.optim.Adam(p, betas=0.9), TypeError, "Adam: betas must be a pair.*float 0.9"),
+    (lambda p: dg.optim.Adam(p, betas=(0.9, "x")), TypeError, "Adam: betas must be a real number"),
+    (lambda p: dg.optim.AdamW(p, eps=-1e-8), ValueError, "AdamW: invalid epsilon -1e-08"),
+    (lambda p: dg.optim.AdamW(p, amsgrad=1), TypeError, "AdamW: amsgrad must be True or False, got int 1"),
+    (lambda p: dg.optim.RMSprop(p, alpha=-0.1), ValueError, "RMSprop: invalid alpha -0.1"),
+    (lambda p: dg.optim.RMSprop(p, centered=None), TypeError, "RMSprop: centered must be True or False"),
+    (lambda p: dg.optim.Adagrad(p, lr_decay=-1), ValueError, "Adagrad: invalid lr_decay -1"),
+    (lambda p: dg.optim.Adagrad(p, initial_accumulator_value=-1), ValueError, "invalid initial_accumulator_value"),
+    (lambda p: dg.optim.Adam(p, maximize="no"), TypeError, "Adam: maximize must be True or False"),
+    (lambda p: dg.optim.SGD([{"params": p, "lr": -1.0}], lr=0.1), ValueError, "SGD: invalid learning rate -1.0"),
+    (lambda p: dg.optim.SGD([{"params": p}, {"params": [dg.tensor(1.0, requires_grad=True)], "momentum": -1}]),
+     ValueError, "SGD: invalid momentum -1"),
+    (lambda p: dg.optim.SGD([{"lr": 0.1}]), ValueError, 'SGD: a parameter group needs a "params" entry'),
+    (lambda p: dg.optim.SGD([{"params": set(p)}]), TypeError, "SGD: parameters must be an ordered collection"),
+    (lambda p: dg.optim.SGD([{"params": 3}]), TypeError, "SGD: a group's \"params\" must be a Tensor or an iterable"),
+    (lambda p: dg.optim.SGD(p + p), ValueError, "SGD: some parameters appear more than once"),
+    (lambda p: dg.optim.SGD(p[0]), TypeError, "SGD: params must be an iterable of Tensors"),
+    (lambda p: dg.optim.SGD(5), TypeError, "SGD: params must be an iterable of Tensors.*int"),
+    (lambda p: dg.optim.SGD([]), ValueError, "SGD: got an empty parameter list"),
+    (lambda p: dg.optim.SGD(["w"]), TypeError, "SGD: parameters must be leaf dg.Tensors.*got str"),
+    (lambda p: dg.optim.SGD([dg.tensor([1.0])]), ValueError, r"SGD: a parameter does not require a gradient"),
+    (lambda p: dg.optim.SGD([p[0] * 2.0]), ValueError, r"SGD: can't optimize a non-leaf Tensor.*\(inputs: \(2,\)"),
+])
+def test_option_and_parameter_errors_name_the_optimizer_the_value_and_the_line(bad, kind, message):
+    p = [dg.tensor([1.0, 2.0], requires_grad=True)]
+    with pytest.raises(kind, match=message) as info:
+        bad(p)
+    assert type(info.value) is kind and _line_of(bad) in str(info.value), str(info.value)
+
+
+def test_add_param_group_errors_name_it_and_change_nothing():
+    a, b = dg.tensor([1.0], requires_grad=True), dg.tensor([2.0], requires_grad=True)
+    opt = dg.optim.Adagrad([a], lr=0.1)
+    before = _snapshot(opt, [a])
+    for group, kind, message in [({"params": [b], "lr": -1.0}, ValueError, "learning rate"),
+                                 ({"params": [a]}, ValueError, "more than once"),
+                                 ([b], TypeError, "a parameter group is a dict"),
+                                 ({"params": [b], "eps": "x"}, TypeError, "eps must be a real number")]:
+        line = _here(2)
+        with pytest.raises(kind, match=f"Adagrad.add_param_group: .*{message}") as info:
+            opt.add_param_group(group)
+        assert line in str(info.value)
+        _assert_same(before, _snapshot(opt, [a]))
+        assert b not in opt.state
+
+
+def test_defaults_are_checked_even_when_every_group_sets_its_own():
+    w = dg.tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match="Adam: invalid learning rate -1.0"):
+        dg.optim.Adam([{"params": [w], "lr": 0.1}], lr=-1.0)
+    opt = dg.optim.Adam([w], betas=[0.8, 0.9])  # a list, as a user may write: kept as a tuple, as PyTorch's default
+    assert opt.param_groups[0]["betas"] == (0.8, 0.9)
+
+
+@pytest.mark.parametrize("corrupt, kind, message", [
+    (lambda sd: sd.update(param_groups={"a": {}}), ValueError, "not group indices"),
+    (lambda sd: sd.update(param_groups=[3]), ValueError, "must be a list of dicts"),
+    (lambda sd: sd.update(state=[1]), ValueError, "'state' must be a dict"),
+    (lambda sd: sd["state"].update({0: 5}), ValueError, "the state of parameter 0 is a int, not a dict"),
+    (lambda sd: sd["param_groups"][0].update(params=["a"]), ValueError, "not parameter indices"),
+    (lambda sd: sd["param_groups"][0].update(params=[0, 0]), ValueError, "parameter index 0 appears more than once"),
+    (lambda sd: sd["param_groups"][0].update(eps="x"), TypeError, "eps must be a real number"),
+    (lambda sd: sd["param_groups"][0].update(amsgrad="no"), TypeError, "amsgrad must be True or False"),
+    (lambda sd: sd["state"][0].update(step=float("nan")), ValueError, "the step of parameter 0 must be a number >= 0"),
+    (lambda sd: sd["state"][0].update(step=-1.0), ValueError, "the step of parameter 0 must be a number >= 0"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.array(["a", "b"])), TypeError, "has dtype <U1"),
+    (lambda sd: sd["state"][1].update(exp_avg_sq=np.zeros(3)), ValueError, r"state 'exp_avg_sq' of parameter 1 has "
+                                                                             r"shape \(3,\), the parameter \(2,\)"),
+])
+def test_a_bad_optimizer_state_dict_names_the_line_and_changes_nothing(corrupt, kind, message):
+    a, b = dg.tensor([1.0, 2.0], requires_grad=True), dg.tensor([3.0, 4.0], requires_grad=True)
+    opt = dg.optim.Adam([a, b], lr=0.1)
+    (a * b).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    corrupt(sd)
+    before = _snapshot(opt, [a, b])
+    line = _here(2)
+    with pytest.raises(kind, match=message) as info:
+        opt.load_state_dict(sd)
+    assert "Adam.load_state_dict" in str(info.value) and line in str(info.value), str(info.value)
+    _assert_same(before, _snapshot(opt, [a, b]))
+
+
+@pytest.mark.parametrize("bad, kind, message", [
+    (lambda opt: StepLR(opt, step_size=0), ValueError, "StepLR: step_size must be a positive integer, got 0"),
+    (lambda opt: StepLR(opt, step_size=1.5), ValueError, "step_size must be a positive integer, got 1.5"),
+    (lambda opt: StepLR(opt, step_size="2"), ValueError, "step_size must be a positive integer, got '2'"),
+    (lambda opt: StepLR(opt, step_size=2, gamma=-0.1), ValueError, "StepLR: invalid gamma -0.1"),
+    (lambda opt: StepLR(opt, step_size=2, gamma=None), TypeError, "StepLR: gamma must be a real number"),
+    (lambda opt: StepLR(opt, step_size=2, last_epoch=-2), ValueError, "StepLR: last_epoch must be an int >= -1"),
+    (lambda opt: StepLR(opt, step_size=2, last_epoch=3), KeyError, "StepLR: param 'initial_lr' is not specified"),
+    (lambda opt: StepLR("opt", step_size=2), TypeError, "StepLR: str is not a dg.optim Optimizer"),
+    (lambda opt: CosineAnnealingLR(opt, T_max=0), ValueError, "CosineAnnealingLR: T_max must be positive, got 0"),
+    (lambda opt: CosineAnnealingLR(opt, T_max="10"), TypeError, "CosineAnnealingLR: T_max must be a real number"),
+    (lambda opt: CosineAnnealingLR(opt, T_max=10, eta_min=-1e-3), ValueError, "invalid eta_min -0.001"),
+])
+def test_scheduler_argument_errors_name_it_the_value_and_the_line_and_change_nothing(bad, kind, message):
+    w = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=0.5)
+    with pytest.raises(kind, match=message) as info:
+        bad(opt)
+    assert _line_of(bad) in str(info.value), str(info.value)
+    assert dict(opt.param_groups[0]) == {**opt.defaults, "params": [w]}  # no initial_lr, lr unchanged
+
+
+def test_scheduler_load_state_dict_checks_every_entry_first():
+    w = dg.tensor([1.0], requires_grad=True)
+    sched = StepLR(dg.optim.SGD([w], lr=0.5), step_size=2)
+    sched.step()
+    before = sched.state_dict()
+    for sd, kind, message in [({"last_epoch": 3, "base_lrs": [0.1, 0.2]}, TypeError, "'base_lrs' must be a list of 1"),
+                              ({"last_epoch": 3, "gamma": "x"}, TypeError, "'gamma' must be a real number"),
+                              ({"last_epoch": 2.5}, TypeError, "'last_epoch' must be an int"),
+                              ({"_initial": 1}, TypeError, "'_initial' must be True or False"),
+                              ({"last_epoch": 3, "optimizer": None}, ValueError, "unknown entries 'optimizer'"),
+                              ({"epoch": 3}, ValueError, "unknown entries"),
+                              ([("last_epoch", 3)], TypeError, "expects a dict")]:
+        line = _here(2)
+        with pytest.raises(kind, match=f"StepLR.load_state_dict: .*{message}") as info:
+            sched.load_state_dict(sd)
+        assert line in str(info.value)
+        assert sched.state_dict() == before
+    sched.load_state_dict({"last_epoch": np.int64(5), "base_lrs": np.array([0.25])})  # as dg.load may give them
+    assert sched.last_epoch == 5 and sched.base_lrs == [0.25]
+
+
+class _FailsOnSecond(dg.optim.Adam):
+    """Adam whose update fails for its second parameter: a failure after minimize made state Variables."""
+
+    def _update(self, p, g, state, group, ops):
+        if p.name == "b":
+            raise ValueError("boom")
+        return super()._update(p, g, state, group, ops)
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_a_failing_minimize_leaves_the_graph_and_the_optimizer_unchanged(loaded):
+    with dg.Graph() as g:
+        w = dg.Variable(np.array([1.0, 2.0]), name="w")
+        b = dg.Variable(np.array(0.5), name="b")
+        loss = (w * w).sum() + b * b
+        opt = _FailsOnSecond([w, b], lr=0.1)
+        if loaded:  # state from an eager optimiser's state dict: NumPy arrays, which must stay
+            opt.load_state_dict(_eager_adam(steps=1)[2].state_dict())
+        nodes, names = list(g.nodes), dict(g._names)
+        state = {p: dict(entry) for p, entry in opt.state.items()}
+        with pytest.raises(ValueError, match="boom"):
+            opt.minimize(loss)
+        assert g.nodes == nodes and g._names == names  # no gradient, update or state node is left
+        assert opt.param_groups[0]._lr_variable is None
+        assert opt.state.keys() == state.keys()
+        for p in state:
+            assert opt.state[p].keys() == state[p].keys()
+            assert all(opt.state[p][k] is state[p][k] for k in state[p])  # the same arrays, no Variables
+        opt.__class__ = dg.optim.Adam  # the same optimiser, now able to build its step
+        train = opt.minimize(loss)
+    dg.Session(g).run(train)
+    reference = _eager_adam(steps=1)
+    if loaded:  # the static step continues from the loaded state, at the Variables' values
+        reference[0].value[...], reference[1].value[...] = [1.0, 2.0], 0.5
+        reference = _eager_adam(steps=1, start=reference)
+    np.testing.assert_allclose(w.value, reference[0].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.value, reference[1].numpy(), rtol=1e-12)
+
+
+def _eager_adam(steps, start=None):
+    """(w, b, optimizer) after `steps` eager Adam steps on the loss above, from (1, 2), 0.5 or `start`."""
+    if start is None:
+        w = dg.tensor([1.0, 2.0], requires_grad=True)
+        b = dg.tensor(0.5, requires_grad=True)
+        opt = dg.optim.Adam([w, b], lr=0.1)
+    else:
+        w, b, opt = start
+    for _ in range(steps):
+        opt.zero_grad()
+        ((w * w).sum() + b * b).backward()
+        opt.step()
+    return w, b, opt
+
+
+def test_minimize_errors_name_the_line():
+    with dg.Graph():
+        w = dg.Variable(np.array([1.0, 2.0]), name="w")
+        opt = dg.optim.SGD([w], lr=0.1)
+        line = _here(2)
+        with pytest.raises(ValueError, match=r"SGD.minimize: the loss must be a scalar, got shape \(2,\)") as info:
+            opt.minimize(w * w)
+        assert line in str(info.value)
+        line = _here(2)
+        with pytest.raises(TypeError, match="SGD.minimize: the loss must be a node") as info:
+            opt.minimize(1.0)
+        assert line in str(info.value)
 
 
 # ---------------------------------------------------------------- the oracle tier: PyTorch

@@ -35,10 +35,7 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _validate(self, group):
-        for key in ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
-            if group[key] < 0:
-                raise ValueError(f"Adagrad: invalid {key} {group[key]} (must be >= 0)")
+    _nonnegative = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
 
     def _init_state(self, value, group):
         return {"step": 0.0, "sum": np.full_like(value, group["initial_accumulator_value"])}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _lerp
+from .._core.errors import user_error
+from .optimizer import Optimizer, _lerp, _real
 
 __all__ = ["Adam", "AdamW"]
 
@@ -33,21 +34,24 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
                  maximize=False, decoupled_weight_decay=False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def _validate(self, group):
-        name = type(self).__name__
-        if group["lr"] < 0:
-            raise ValueError(f"{name}: invalid learning rate {group['lr']} (must be >= 0)")
-        if group["eps"] < 0:
-            raise ValueError(f"{name}: invalid epsilon {group['eps']} (must be >= 0)")
+    _nonnegative = ("lr", "eps", "weight_decay")
+    _flags = ("amsgrad", "maximize", "decoupled_weight_decay")
+
+    def _validate(self, group, op):
         betas = group["betas"]
-        if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
-            raise ValueError(f"{name}: invalid betas {betas} (two numbers in [0, 1))")
-        if group["weight_decay"] < 0:
-            raise ValueError(f"{name}: invalid weight_decay {group['weight_decay']} (must be >= 0)")
+        if isinstance(betas, np.ndarray):  # as dg.load gives a saved tuple back
+            betas = tuple(betas.tolist())
+        if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+            raise user_error(TypeError, op, f"betas must be a pair of numbers in [0, 1), got {type(betas).__name__} "
+                             f"{betas!r}")
+        for b in betas:
+            if not 0.0 <= _real(op, "betas", b) < 1.0:
+                raise user_error(ValueError, op, f"invalid betas {tuple(betas)} (two numbers in [0, 1))")
+        dict.__setitem__(group, "betas", tuple(betas))  # as PyTorch's defaults: a tuple
 
     def _init_state(self, value, group):
         state = {"step": 0.0, "exp_avg": np.zeros_like(value), "exp_avg_sq": np.zeros_like(value)}

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import math
 
-from .optimizer import Optimizer
+import numpy as np
+
+from .._core.errors import user_error
+from .optimizer import Optimizer, _nonnegative, _real
 
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR"]
+
+
+_COUNTS = ("last_epoch", "_step_count", "step_size")  # the entries that are integers (others: any real number)
+
+
+def _is_real(value):
+    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+            and math.isfinite(value))
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 class LRScheduler:
@@ -24,17 +39,23 @@ class LRScheduler:
     """
 
     def __init__(self, optimizer, last_epoch=-1):
+        op = type(self).__name__
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not a dg.optim Optimizer")
+            raise user_error(TypeError, op, f"{type(optimizer).__name__} is not a dg.optim Optimizer")
+        if not _is_int(last_epoch) or last_epoch < -1:
+            raise user_error(ValueError, op, f"last_epoch must be an int >= -1, got {last_epoch!r}")
+        if last_epoch != -1:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise user_error(KeyError, op, f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                                     "resuming a scheduler with last_epoch >= 0 (load the optimizer's state dict "
+                                     "first)")
+        # checked: from here on nothing raises
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming a "
-                                   "scheduler with last_epoch >= 0 (load the optimizer's state dict first)")
+        last_epoch = int(last_epoch)
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._step_count = 0
@@ -72,13 +93,44 @@ class LRScheduler:
                 for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict):
-        """Restores a `state_dict()`."""
-        unknown = set(state_dict) - set(self.__dict__)
+        """Restores a `state_dict()` (as `dg.load` gives it back too). Every entry is checked against
+        the scheduler's own (a number for a number, a list as long for a list) before any is set.
+
+        >>> import dagrad as dg
+        >>> w = dg.tensor([1.0], requires_grad=True)
+        >>> sched = dg.optim.lr_scheduler.StepLR(dg.optim.SGD([w], lr=1.0), step_size=2)
+        >>> sched.load_state_dict({"last_epoch": "three"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: StepLR.load_state_dict: entry 'last_epoch' must be an int like the scheduler's, got str 'three' ...
+        """
+        op = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise user_error(TypeError, op, f"expects a dict (from state_dict()), got {type(state_dict).__name__}")
+        unknown = [key for key in state_dict if key not in self.__dict__ or key == "optimizer"]
         if unknown:
-            raise ValueError(f"{type(self).__name__}.load_state_dict: unknown entries {sorted(unknown)}")
+            raise user_error(ValueError, op, f"unknown entries {', '.join(sorted(map(repr, unknown)))}")
+        values = {}
         for key, value in state_dict.items():
-            value = value.tolist() if hasattr(value, "tolist") else value
-            setattr(self, key, list(value) if isinstance(value, (list, tuple)) else value)
+            current = self.__dict__[key]
+            value = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
+            if isinstance(current, list):
+                ok = (isinstance(value, (list, tuple)) and len(value) == len(current)
+                      and all(_is_real(v) for v in value))
+                what = f"a list of {len(current)} numbers"
+                value = list(value) if ok else value
+            elif isinstance(current, bool):
+                ok, what = isinstance(value, bool), "True or False"
+            elif key in _COUNTS:
+                ok, what = _is_int(value), "an int"
+                value = int(value) if ok else value
+            else:
+                ok, what = _is_real(value), "a real number"
+            if not ok:
+                raise user_error(TypeError, op, f"entry {key!r} must be {what} like the scheduler's, got "
+                                 f"{type(value).__name__} {value!r}")
+            values[key] = value
+        self.__dict__.update(values)
 
 
 class StepLR(LRScheduler):
@@ -98,8 +150,9 @@ class StepLR(LRScheduler):
     """
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
-        if int(step_size) != step_size or step_size <= 0:
-            raise ValueError(f"StepLR: step_size must be a positive integer, got {step_size}")
+        if not _is_real(step_size) or step_size <= 0 or int(step_size) != step_size:
+            raise user_error(ValueError, "StepLR", f"step_size must be a positive integer, got {step_size!r}")
+        _nonnegative("StepLR", "gamma", gamma)
         self.step_size = int(step_size)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -130,8 +183,9 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803  (PyTorch's name)
-        if T_max <= 0:
-            raise ValueError(f"CosineAnnealingLR: T_max must be positive, got {T_max}")
+        if _real("CosineAnnealingLR", "T_max", T_max) <= 0:
+            raise user_error(ValueError, "CosineAnnealingLR", f"T_max must be positive, got {T_max}")
+        _nonnegative("CosineAnnealingLR", "eta_min", eta_min)
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)

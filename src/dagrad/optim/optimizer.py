@@ -17,10 +17,13 @@ single-tensor implementations (`torch/optim/*.py`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._core.tensor import Tensor
-from ..static.graph import Symbol
+from .._core.errors import user_error
+from .._core.tensor import Tensor, mark_written
+from ..static.graph import Symbol, atomic
 
 __all__ = ["Optimizer"]
 
@@ -129,12 +132,40 @@ def _as_number(value):
     return value
 
 
+_LABELS = {"lr": "learning rate", "eps": "epsilon"}
+
+
+def _real(op, key, value):
+    """A finite real option value (a Python or NumPy number, not a bool), or a TypeError/ValueError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise user_error(TypeError, op, f"{key} must be a real number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise user_error(ValueError, op, f"invalid {_LABELS.get(key, key)} {value} ({key} must be finite)")
+    return value
+
+
+def _nonnegative(op, key, value):
+    if _real(op, key, value) < 0:
+        raise user_error(ValueError, op, f"invalid {_LABELS.get(key, key)} {value} ({key} must be >= 0)")
+    return value
+
+
+def _flag(op, key, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise user_error(TypeError, op, f"{key} must be True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
 class Optimizer:
     """Base class: param groups, per-parameter state, `zero_grad`, `step`, `minimize`, state dicts.
 
-    Subclasses define `defaults` (through `__init__`), `_init_state(value, group)` (the state of a
-    new parameter, NumPy arrays and numbers) and `_update(p, g, state, group, ops)`, which returns
-    the parameter's new value and its new state.
+    Subclasses define `defaults` (through `__init__`), the options' ranges (`_nonnegative`: numbers
+    >= 0, `_numbers`: any finite number, `_flags`: booleans; `_validate` for the rest),
+    `_init_state(value, group)` (the state of a new parameter, NumPy arrays and numbers) and
+    `_update(p, g, state, group, ops)`, which returns the parameter's new value and its new state.
+
+    Every error caused by an option, a parameter or a gradient names the optimiser, the value
+    and the user's line, and leaves the optimiser and its parameters as they were.
 
     >>> import dagrad as dg
     >>> w = dg.tensor([1.0, 2.0], requires_grad=True)
@@ -143,22 +174,26 @@ class Optimizer:
     [(0.5, 0.9)]
     """
 
+    _nonnegative = ("lr",)
+    _numbers = ()
+    _flags = ("maximize",)
+
     def __init__(self, params, defaults):
+        op = type(self).__name__
         self.defaults = dict(defaults)
         self.state = {}
         self.param_groups = []
-        if isinstance(params, (Tensor, dict)):
-            raise TypeError(
-                f"{type(self).__name__}: params must be an iterable of Tensors (or of dicts of parameter "
-                f"groups), got a {type(params).__name__}; wrap it in a list"
-            )
+        self._check_options(self.defaults, op)
+        if isinstance(params, (Tensor, dict, str)) or not hasattr(params, "__iter__"):
+            raise user_error(TypeError, op, f"params must be an iterable of Tensors (or of dicts of parameter "
+                             f"groups), got a {type(params).__name__}; wrap it in a list")
         groups = list(params)
         if not groups:
-            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+            raise user_error(ValueError, op, "got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
-            self.add_param_group(group)
+            self._add_param_group(group, op)
 
     # -- parameter groups
     def add_param_group(self, param_group):
@@ -171,55 +206,72 @@ class Optimizer:
         >>> [g["lr"] for g in opt.param_groups]
         [0.1, 0.01]
         """
+        self._add_param_group(param_group, f"{type(self).__name__}.add_param_group")
+
+    def _add_param_group(self, param_group, op):
         if not isinstance(param_group, dict):
-            raise TypeError(f"add_param_group: a parameter group is a dict, got {type(param_group).__name__}")
+            raise user_error(TypeError, op, f"a parameter group is a dict, got {type(param_group).__name__}")
         params = param_group.get("params")
         if params is None:
-            raise ValueError('add_param_group: a parameter group needs a "params" entry')
+            raise user_error(ValueError, op, 'a parameter group needs a "params" entry')
+        if isinstance(params, (set, frozenset)):
+            raise user_error(TypeError, op, "parameters must be an ordered collection (a list), not a set")
+        if isinstance(params, (dict, str)) or not (isinstance(params, Tensor) or hasattr(params, "__iter__")):
+            raise user_error(TypeError, op, f'a group\'s "params" must be a Tensor or an iterable of them, got a '
+                             f"{type(params).__name__}")
         params = [params] if isinstance(params, Tensor) else list(params)
-        if isinstance(param_group.get("params"), set):
-            raise TypeError("optimizer parameters must be an ordered collection (a list), not a set")
         for p in params:
-            self._check_param(p)
+            self._check_param(p, op)
         group = _ParamGroup()
         for key, value in param_group.items():
             if key != "params":
-                group[key] = value
+                dict.__setitem__(group, key, value)
         for key, value in self.defaults.items():
             group.setdefault(key, value)
-        self._validate(group)
-        group["params"] = params
+        self._check_options(group, op)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         ids = [id(p) for p in params]
         if len(set(ids)) != len(ids) or seen & set(ids):
-            raise ValueError("some parameters appear more than once (in one group or in several groups)")
+            raise user_error(ValueError, op, "some parameters appear more than once (in one group or in several "
+                             "groups)")
         modes = {_is_variable(p) for g in self.param_groups for p in g["params"]} | {_is_variable(p) for p in params}
         if len(modes) > 1:
-            raise TypeError("an optimizer's parameters must be all eager Tensors or all static-graph Variables")
+            raise user_error(TypeError, op, "an optimizer's parameters must be all eager Tensors or all "
+                             "static-graph Variables")
+        group["params"] = params
         self.param_groups.append(group)
         for p in params:
             self._on_new_param(p, group)
 
-    def _check_param(self, p):
-        name = type(self).__name__
+    def _check_param(self, p, op):
         if _is_variable(p):
             if p.dtype.kind != "f":
-                raise TypeError(f"{name}: can only optimize floating-point Variables, got {p!r}")
+                raise user_error(TypeError, op, f"can only optimize floating-point Variables, got {p!r}", p)
             return
         if not isinstance(p, Tensor) or getattr(p, "_symbolic", False):
-            raise TypeError(
-                f"{name}: parameters must be leaf dg.Tensors that require a gradient or dg.Variables of a static "
-                f"graph, got {type(p).__name__}"
-            )
+            raise user_error(TypeError, op, f"parameters must be leaf dg.Tensors that require a gradient or "
+                             f"dg.Variables of a static graph, got {type(p).__name__}")
         if not p.is_leaf:
-            raise ValueError(f"{name}: can't optimize a non-leaf Tensor (one computed from others); use a leaf")
+            raise user_error(ValueError, op, "can't optimize a non-leaf Tensor (one computed from others); use a "
+                             "leaf", p)
         if not p.requires_grad:
-            raise ValueError(f"{name}: a parameter does not require a gradient (create it with requires_grad=True)")
+            raise user_error(ValueError, op, "a parameter does not require a gradient (create it with "
+                             "requires_grad=True)", p)
         if p._level:
-            raise ValueError(f"{name}: can't optimize a value traced by a transform")
+            raise user_error(ValueError, op, "can't optimize a value traced by a transform", p)
 
-    def _validate(self, group):
-        """Checks a group's options (subclasses: ranges as in PyTorch)."""
+    def _check_options(self, group, op):
+        """Checks a group's options (PyTorch's ranges; finite numbers, booleans), naming `op`."""
+        for key in self._nonnegative:
+            _nonnegative(op, key, group[key])
+        for key in self._numbers:
+            _real(op, key, group[key])
+        for key in self._flags:
+            _flag(op, key, group[key])
+        self._validate(group, op)
+
+    def _validate(self, group, op):
+        """Checks what `_nonnegative`, `_numbers` and `_flags` do not (subclasses: betas, Nesterov, ...)."""
 
     def _on_new_param(self, p, group):
         """Called once per parameter added (Adagrad creates its state here, as PyTorch does)."""
@@ -271,6 +323,10 @@ class Optimizer:
         """One update of every parameter that has a gradient, in place (eager mode).
 
         `closure`, if given, re-evaluates the loss (calling backward) and its result is returned.
+        All or nothing: every parameter's `.grad` is checked (None, or a Tensor of the parameter's
+        shape and dtype) before any parameter or state changes; a bad one raises naming the
+        parameter's index and leaves every parameter, state and step count as it was. Each update
+        writes the parameter's own array and bumps its version counter, as PyTorch's step does.
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
@@ -281,45 +337,73 @@ class Optimizer:
         tensor([ 0.8, -1.6], requires_grad=True)
         """
         if self._static:
-            raise TypeError(
-                f"{type(self).__name__}.step() updates eager tensors, but its parameters are Variables of a static "
-                "graph: build the training step once with `train = opt.minimize(loss)` and run it with "
-                "`sess.run(train, feed_dict)`"
-            )
+            raise user_error(TypeError, f"{type(self).__name__}.step", "step() updates eager tensors, but its "
+                             "parameters are Variables of a static graph: build the training step once with "
+                             "`train = opt.minimize(loss)` and run it with `sess.run(train, feed_dict)`")
         loss = None
         if closure is not None:
             from .._core.tensor import enable_grad
 
             with enable_grad():
                 loss = closure()
+        # every gradient is checked before any parameter or state changes: all or nothing
         all_state = self.state
+        todo = []
         for group in self.param_groups:
             fast = self._fast_update(group)
             for p in group["params"]:
-                grad = p.grad
+                grad = p._grad
                 if grad is None:
                     continue
                 value = p._value
-                g = grad.numpy()
-                if g.dtype != value.dtype:
-                    g = g.astype(value.dtype)
-                if fast is not None:
-                    fast(value, g)
-                    continue
+                if not isinstance(grad, Tensor) or grad._symbolic:
+                    raise self._bad_grad(p, grad)
+                g = grad._raw()
+                if g.shape != value.shape or g.dtype != value.dtype:
+                    raise self._bad_grad(p, grad)
                 state = all_state.get(p)
-                if state is None:
-                    state = all_state[p] = self._init_state(value, group)
-                new_value, new_state = self._update(value, g, state, group, _NumpyOps)
-                value[...] = new_value
-                for key, new in new_state.items():
-                    old = state.get(key)
-                    if isinstance(old, np.ndarray) and old.shape == np.shape(new):
-                        old[...] = new
-                    elif isinstance(new, np.ndarray):
-                        state[key] = np.array(new, dtype=value.dtype, copy=True)
-                    else:
-                        state[key] = new
+                if state is not None and fast is None:
+                    for entry in state.values():
+                        if type(entry) is np.ndarray and entry.shape != value.shape:
+                            raise self._bad_grad(p, grad, entry)
+                todo.append((p, value, g, group, fast, state))
+        for p, value, g, group, fast, state in todo:
+            if fast is not None:
+                fast(value, g)
+                mark_written(p)
+                continue
+            if state is None:
+                state = all_state[p] = self._init_state(value, group)
+            new_value, new_state = self._update(value, g, state, group, _NumpyOps)
+            value[...] = new_value
+            mark_written(p)
+            for key, new in new_state.items():
+                old = state.get(key)
+                if isinstance(old, np.ndarray) and old.shape == np.shape(new):
+                    old[...] = new
+                elif isinstance(new, np.ndarray):
+                    state[key] = np.array(new, dtype=value.dtype, copy=True)
+                else:
+                    state[key] = new
         return loss
+
+    def _bad_grad(self, p, grad, state_entry=None):
+        """The error `step` raises for parameter p's gradient (or its state), before anything changed."""
+        op = f"{type(self).__name__}.step"
+        index = next(i for i, q in enumerate(self._params()) if q is p)
+        unchanged = "; nothing was updated"
+        if state_entry is not None:
+            return user_error(ValueError, op, f"the state of parameter {index} has shape {state_entry.shape}, the "
+                              f"parameter {p.shape} (was its value replaced?){unchanged}", p)
+        if not isinstance(grad, Tensor) or grad._symbolic:
+            return user_error(TypeError, op, f"parameter {index}'s .grad is a {type(grad).__name__}, not a Tensor "
+                              f"or None{unchanged}", p)
+        g = grad._raw()
+        if g.shape != p._value.shape:
+            return user_error(ValueError, op, f"parameter {index} has shape {p._value.shape} but its .grad has shape "
+                              f"{g.shape}{unchanged}", p, grad)
+        return user_error(TypeError, op, f"parameter {index} has dtype {p._value.dtype} but its .grad has dtype "
+                          f"{g.dtype}{unchanged}", p, grad)
 
     # -- static mode
     def minimize(self, loss):
@@ -340,39 +424,47 @@ class Optimizer:
         >>> w.value
         array([ 0.64, -1.28])
         """
-        from ..static.graph import Symbol
         from ..static.session import gradients, group
 
         name = type(self).__name__
+        op = f"{name}.minimize"
         if not self._static:
-            raise TypeError(
-                f"{name}.minimize(loss) builds a training step into a static graph, but its parameters are eager "
-                "tensors: in eager mode call loss.backward() and then opt.step() (and opt.zero_grad() before the "
-                "next backward)"
-            )
+            raise user_error(TypeError, op, "minimize(loss) builds a training step into a static graph, but the "
+                             "parameters are eager tensors: in eager mode call loss.backward() and then opt.step() "
+                             "(and opt.zero_grad() before the next backward)")
         if not isinstance(loss, Symbol):
-            raise TypeError(f"{name}.minimize: the loss must be a node of the parameters' static graph, "
-                            f"got {type(loss).__name__}")
+            raise user_error(TypeError, op, f"the loss must be a node of the parameters' static graph, got "
+                             f"{type(loss).__name__}")
         graph = loss.graph
         params = self._params()
         for p in params:
             if p.graph is not graph:
-                raise ValueError(f"{name}.minimize: Variable {p.name!r} belongs to another graph than the loss")
+                raise user_error(ValueError, op, f"Variable {p.name!r} belongs to another graph than the loss")
         if tuple(loss._shape) != ():
-            raise ValueError(f"{name}.minimize: the loss must be a scalar, got shape {tuple(loss._shape)}")
-        with graph:
-            grads = dict(zip(map(id, params), gradients(loss, params)))
-            updates = []
-            for group_ in self.param_groups:
-                lr = self._lr_variable(group_)
-                options = dict(group_, lr=lr)
-                for p in group_["params"]:
-                    state = self._state_variables(p, group_)
-                    new_value, new_state = self._update(p, grads[id(p)], dict(state), options, _GraphOps)
-                    updates.append(p.assign(new_value))
-                    for key, new in new_state.items():
-                        updates.append(state[key].assign(new))
-            return group(*updates, name=f"{name.lower()}_step")
+            raise user_error(ValueError, op, f"the loss must be a scalar, got shape {tuple(loss._shape)}", loss)
+        # all or nothing: a failure removes the nodes built here and restores the optimiser's own state
+        saved_state = dict(self.state)
+        saved_lr = [g._lr_variable for g in self.param_groups]
+        try:
+            with graph, atomic():
+                grads = dict(zip(map(id, params), gradients(loss, params)))
+                updates = []
+                for group_ in self.param_groups:
+                    lr = self._lr_variable(group_)
+                    options = dict(group_, lr=lr)
+                    for p in group_["params"]:
+                        state = self._state_variables(p, group_)
+                        new_value, new_state = self._update(p, grads[id(p)], dict(state), options, _GraphOps)
+                        updates.append(p.assign(new_value))
+                        for key, new in new_state.items():
+                            updates.append(state[key].assign(new))
+                return group(*updates, name=f"{name.lower()}_step")
+        except BaseException:
+            self.state.clear()
+            self.state.update(saved_state)
+            for g, lr in zip(self.param_groups, saved_lr):
+                g._lr_variable = lr
+            raise
 
     def _lr_variable(self, group):
         from ..static.graph import Variable
@@ -469,71 +561,84 @@ class Optimizer:
         >>> opt2.param_groups[0]["lr"], opt2.state[w2]["step"]
         (0.1, 1.0)
         """
-        name = type(self).__name__
+        op = f"{type(self).__name__}.load_state_dict"
+
+        def bad(message, kind=ValueError):
+            return user_error(kind, op, message)
+
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
-            raise ValueError(f"{name}.load_state_dict: expects a dict with 'state' and 'param_groups' "
-                             "(from Optimizer.state_dict())")
+            raise bad("expects a dict with 'state' and 'param_groups' (from Optimizer.state_dict())")
         saved_groups = state_dict["param_groups"]
         if isinstance(saved_groups, dict):  # e.g. restored from dotted keys: {"0": {...}, "1": {...}}
+            if not all(isinstance(k, (int, str)) and str(k).isdigit() for k in saved_groups):
+                raise bad(f"'param_groups' has keys {sorted(map(repr, saved_groups))}, not group indices")
             saved_groups = [saved_groups[k] for k in sorted(saved_groups, key=int)]
+        if not isinstance(saved_groups, (list, tuple)) or not all(isinstance(g, dict) for g in saved_groups):
+            raise bad("'param_groups' must be a list of dicts (from Optimizer.state_dict())")
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"{name}.load_state_dict: the state dict has {len(saved_groups)} parameter group(s), "
-                             f"this optimizer {len(self.param_groups)}")
+            raise bad(f"the state dict has {len(saved_groups)} parameter group(s), this optimizer "
+                      f"{len(self.param_groups)}")
         index_to_param = {}
         new_groups = []
         for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
             ids = saved.get("params")
             if ids is None:
-                raise ValueError(f"{name}.load_state_dict: parameter group {i} has no 'params'")
-            ids = [int(k) for k in np.asarray(ids).reshape(-1).tolist()]
+                raise bad(f"parameter group {i} has no 'params'")
+            ids = np.asarray(ids).reshape(-1)
+            if ids.dtype.kind not in "iu" and ids.size:
+                raise bad(f"parameter group {i} has 'params' of dtype {ids.dtype}, not parameter indices")
+            ids = [int(k) for k in ids.tolist()]
             if len(ids) != len(group["params"]):
-                raise ValueError(f"{name}.load_state_dict: parameter group {i} has {len(ids)} parameter(s) in the "
-                                 f"state dict and {len(group['params'])} in this optimizer")
+                raise bad(f"parameter group {i} has {len(ids)} parameter(s) in the state dict and "
+                          f"{len(group['params'])} in this optimizer")
             missing = [k for k in self.defaults if k not in saved]
             if missing:
-                raise ValueError(f"{name}.load_state_dict: parameter group {i} lacks option(s) {missing}; is it "
-                                 f"the state dict of another kind of optimizer?")
+                raise bad(f"parameter group {i} lacks option(s) {missing}; is it the state dict of another kind of "
+                          "optimizer?")
             new = _ParamGroup()
             for key, value in saved.items():
                 if key != "params":
                     dict.__setitem__(new, key, _as_number(value))
-            self._validate(new)
+            self._check_options(new, op)
             dict.__setitem__(new, "params", group["params"])
             new_groups.append((new, group))
             for k, p in zip(ids, group["params"]):
+                if k in index_to_param:
+                    raise bad(f"parameter index {k} appears more than once in 'param_groups'")
                 index_to_param[k] = (p, new)
         saved_state = state_dict["state"]
+        if not isinstance(saved_state, dict):
+            raise bad(f"'state' must be a dict of parameter index -> state, got {type(saved_state).__name__}")
         new_state = {}
         for key, entry in saved_state.items():
             try:
                 k = int(key)
             except (TypeError, ValueError):
-                raise ValueError(f"{name}.load_state_dict: state key {key!r} is not a parameter index") from None
+                raise bad(f"state key {key!r} is not a parameter index") from None
             if k not in index_to_param:
-                raise ValueError(f"{name}.load_state_dict: the state dict has state for parameter {k}, which is "
-                                 "in none of its parameter groups")
+                raise bad(f"the state dict has state for parameter {k}, which is in none of its parameter groups")
+            if not isinstance(entry, dict):
+                raise bad(f"the state of parameter {k} is a {type(entry).__name__}, not a dict")
             p, group = index_to_param[k]
             expected = {k_ for k_ in self._init_state(np.zeros(0), group) if not k_.startswith("_")}
             optional = self._optional_state(group)
             keys = set(entry)
             if not (expected <= keys <= expected | optional):
-                raise ValueError(f"{name}.load_state_dict: the state of parameter {k} has entries {sorted(keys)}, "
-                                 f"expected {sorted(expected)}" + (f" (and optionally {sorted(optional)})"
-                                                                   if optional else ""))
+                raise bad(f"the state of parameter {k} has entries {sorted(map(str, keys))}, expected "
+                          f"{sorted(expected)}" + (f" (and optionally {sorted(optional)})" if optional else ""))
             loaded = {}
             for skey, value in entry.items():
-                if skey == "step":
-                    value = np.asarray(value)
-                    if value.size != 1:
-                        raise ValueError(f"{name}.load_state_dict: the step of parameter {k} must be a number")
-                    loaded[skey] = float(value.reshape(()))
-                    continue
                 arr = np.asarray(value)
                 if arr.dtype.kind not in "biuf":
-                    raise TypeError(f"{name}.load_state_dict: state {skey!r} of parameter {k} has dtype {arr.dtype}")
+                    raise bad(f"state {skey!r} of parameter {k} has dtype {arr.dtype}", TypeError)
+                if skey == "step":
+                    if arr.size != 1 or not np.isfinite(arr).all() or arr.reshape(()) < 0:
+                        raise bad(f"the step of parameter {k} must be a number >= 0, got {value!r}")
+                    loaded[skey] = float(arr.reshape(()))
+                    continue
                 if arr.shape != tuple(p.shape):
-                    raise ValueError(f"{name}.load_state_dict: state {skey!r} of parameter {k} has shape {arr.shape}, "
-                                     f"the parameter {tuple(p.shape)}")
+                    raise bad(f"state {skey!r} of parameter {k} has shape {arr.shape}, the parameter "
+                              f"{tuple(p.shape)}")
                 loaded[skey] = np.array(arr, dtype=p.dtype, copy=True)
             new_state[p] = loaded
         # everything checked: apply

@@ -35,10 +35,8 @@ class RMSprop(Optimizer):
                         centered=centered, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _validate(self, group):
-        for key in ("lr", "eps", "momentum", "weight_decay", "alpha"):
-            if group[key] < 0:
-                raise ValueError(f"RMSprop: invalid {key} {group[key]} (must be >= 0)")
+    _nonnegative = ("lr", "eps", "momentum", "weight_decay", "alpha")
+    _flags = ("centered", "maximize")
 
     def _init_state(self, value, group):
         state = {"step": 0.0, "square_avg": np.zeros_like(value)}

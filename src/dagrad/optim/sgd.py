@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.errors import user_error
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -36,15 +37,14 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _validate(self, group):
-        if group["lr"] < 0:
-            raise ValueError(f"SGD: invalid learning rate {group['lr']} (must be >= 0)")
-        if group["momentum"] < 0:
-            raise ValueError(f"SGD: invalid momentum {group['momentum']} (must be >= 0)")
-        if group["weight_decay"] < 0:
-            raise ValueError(f"SGD: invalid weight_decay {group['weight_decay']} (must be >= 0)")
+    _nonnegative = ("lr", "momentum", "weight_decay")
+    _numbers = ("dampening",)
+    _flags = ("nesterov", "maximize")
+
+    def _validate(self, group, op):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise ValueError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")
+            raise user_error(ValueError, op, f"Nesterov momentum requires a momentum > 0 and zero dampening, got "
+                             f"momentum={group['momentum']}, dampening={group['dampening']}")
 
     def _optional_state(self, group):
         return {"momentum_buffer"} if group["momentum"] != 0 else set()
