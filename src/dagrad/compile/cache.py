@@ -49,6 +49,11 @@ class LRUCache:
         with self._lock:
             return [k for k, _ in sorted(self._entries.items(), key=lambda kv: kv[1][1])]
 
+    def values(self):
+        """The values, least recently used first."""
+        with self._lock:
+            return [item[0] for item in sorted(self._entries.values(), key=lambda item: item[1])]
+
     def clear(self):
         with self._lock:
             self._entries.clear()

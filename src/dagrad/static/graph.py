@@ -13,11 +13,12 @@ import threading
 
 import numpy as np
 
-from .._core.errors import user_line
+from .._core.errors import user_error, user_line
 from .._core.shapes import SymbolicShape, broadcast_shapes
 from .._core.tensor import Tensor, _new, next_seq
 
-__all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph", "atomic"]
+__all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph",
+           "atomic"]
 
 
 class _Local(threading.local):
@@ -83,7 +84,8 @@ def _rollback(journal):
 def reset_default_graph():
     """Replaces this thread's default graph with a new, empty one."""
     if _local.stack:
-        raise RuntimeError("reset_default_graph() inside a `with graph:` block; leave the block first")
+        raise user_error(RuntimeError, "reset_default_graph", "called inside a `with graph:` block; leave the "
+                         "block first")
     _local.default = Graph()
     return _local.default
 
@@ -201,7 +203,8 @@ class Symbol(Tensor):
     @property
     def size(self):
         if None in self._shape:
-            raise TypeError(f"the size of {self._label()} is unknown until Session.run: its shape is {self._shape}")
+            raise user_error(TypeError, "size", f"the size of {self._label()} is unknown until Session.run: its shape "
+                             f"is {self._shape}")
         return int(np.prod(self._shape, dtype=np.int64))
 
     def _label(self):
@@ -251,14 +254,16 @@ class Symbol(Tensor):
     def __len__(self):
         n = self._shape[0] if self._shape else None
         if n is None:
-            raise TypeError(f"len() of {self._label()} with shape {self._shape} is not known before Session.run")
+            raise user_error(TypeError, "len", f"the length of {self._label()} with shape {self._shape} is not known "
+                             "before Session.run")
         return n
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
     def backward(self, *args, **kwargs):
-        raise TypeError("backward() on a symbolic tensor: in a static graph use dg.gradients(ys, xs)")
+        raise user_error(TypeError, "backward", "called on a symbolic tensor: in a static graph use "
+                         "dg.gradients(ys, xs)")
 
     @property
     def value(self):
@@ -270,8 +275,8 @@ class Symbol(Tensor):
     @value.setter
     def value(self, new):
         if self.kind != "variable":
-            raise TypeError(f"only a Variable's value can be set, not a {self.kind}'s")
-        self._data = _checked_value(new, self._shape, self._dtype, f"Variable {self.name!r}")
+            raise user_error(TypeError, "value", f"only a Variable's value can be set, not a {self.kind}'s")
+        self._data = _checked_value(new, self._shape, self._dtype, "Variable.value", f"Variable {self.name!r}")
 
     def assign(self, expr):
         """An update node: running it sets this Variable to `expr` (read before any update of that run)."""
@@ -291,12 +296,21 @@ class Symbol(Tensor):
         return f"<Symbol{label} {what} : {tuple(self._shape)} {self._dtype}>"
 
 
-def _checked_value(value, shape, dtype, what):
-    arr = np.asarray(value.numpy() if isinstance(value, Tensor) and not isinstance(value, Symbol) else value)
+def _checked_value(value, shape, dtype, op, what):
+    """`value` as a new array of `dtype`, if it fits `shape` (None: any size) and converts to `dtype`
+    without changing kind (an int into a float, not a float into an int); else the error, raised
+    as from `op` (the call the user made) and naming `what` the value is for."""
+    if isinstance(value, Symbol):
+        raise user_error(TypeError, op, f"{what}: a value is needed, got the symbolic tensor {value!r}")
+    try:
+        arr = np.asarray(value._value if isinstance(value, Tensor) else value)
+    except (ValueError, TypeError) as err:  # e.g. a ragged list
+        raise user_error(type(err), op, f"{what}: cannot be made an array: {err}") from None
     if not np.can_cast(arr.dtype, dtype, "same_kind"):
-        raise TypeError(f"{what}: a value of dtype {arr.dtype} does not fit dtype {dtype}")
+        raise user_error(TypeError, op, f"{what}: a value of dtype {arr.dtype} does not fit dtype {dtype}", arr)
     if not _shape_fits(arr.shape, shape):
-        raise ValueError(f"{what}: a value of shape {arr.shape} does not fit shape {tuple(shape)}")
+        raise user_error(ValueError, op, f"{what}: a value of shape {arr.shape} does not fit shape {tuple(shape)}",
+                         arr)
     return np.array(arr, dtype=dtype)
 
 
@@ -330,15 +344,42 @@ def placeholder(shape, dtype="float64", name=None):
     >>> x.shape
     (None, 64)
     """
-    if shape is None or isinstance(shape, (int, np.integer)):
-        raise TypeError(f"placeholder: shape must be a tuple (None for an unknown size), got {shape!r}")
-    dtype = np.dtype(dtype)
+    shape = _sizes(shape)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as err:
+        raise user_error(TypeError, "placeholder", f"{dtype!r} is not a dtype: {err}") from None
+    _check_kind("placeholder", dtype)
     return _symbol(get_default_graph(), "placeholder", shape, dtype, requires_grad=dtype.kind == "f", name=name)
+
+
+def _sizes(shape):
+    """A placeholder's shape: a tuple of sizes, each an integer >= 0 or None (unknown until a run)."""
+    if not isinstance(shape, (tuple, list)):
+        raise user_error(TypeError, "placeholder", f"shape must be a tuple of sizes (None for an unknown size), "
+                         f"got {type(shape).__name__}")
+    for n in shape:
+        if n is None:
+            continue
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise user_error(TypeError, "placeholder", f"shape {tuple(shape)!r}: a size must be an integer or None, "
+                             f"got {type(n).__name__}")
+        if n < 0:
+            raise user_error(ValueError, "placeholder", f"shape {tuple(shape)!r}: a size cannot be negative (None "
+                             "is an unknown size)")
+    return tuple(shape)
+
+
+def _check_kind(op, dtype):
+    """Static graphs hold booleans, integers and floats (complex numbers are not supported yet)."""
+    if dtype.kind not in "biuf":
+        what = "complex numbers are not supported yet" if dtype.kind == "c" else "it has no arithmetic"
+        raise user_error(TypeError, op, f"unsupported dtype {dtype}: {what}; use a boolean, integer or float dtype")
 
 
 def constant(value, dtype=None, name=None):
     """A constant node of the default graph."""
-    data = np.array(value.numpy() if isinstance(value, Tensor) else value, dtype=dtype)
+    data = _data("constant", value, dtype)
     # a float constant can be differentiated against, as in TensorFlow (gradients w.r.t. it)
     node = _symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
                    name=name)
@@ -356,14 +397,24 @@ def Variable(value, name=None, trainable=True, dtype=None):
     >>> w.value
     array([1., 2., 3.])
     """
-    data = np.array(value.numpy() if isinstance(value, Tensor) else value, dtype=dtype)
-    if data.dtype.kind not in "biuf":
-        raise TypeError(f"Variable: unsupported dtype {data.dtype}")
+    data = _data("Variable", value, dtype)
     node = _symbol(get_default_graph(), "variable", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
                    name=name)
     node._data = data
     node.trainable = bool(trainable)
     return node
+
+
+def _data(op, value, dtype):
+    """The array a constant or Variable holds: a copy of `value`, of a supported dtype."""
+    if isinstance(value, Symbol):
+        raise user_error(TypeError, op, f"expects a value, got the symbolic tensor {value!r}")
+    try:
+        data = np.array(value._value if isinstance(value, Tensor) else value, dtype=dtype)
+    except (ValueError, TypeError) as err:
+        raise user_error(type(err), op, f"cannot make an array of the value: {err}") from None
+    _check_kind(op, data.dtype)
+    return data
 
 
 def _ancestors_in_order(nodes):
@@ -389,7 +440,7 @@ def build(op, args, attrs):
             if graph is None:
                 graph = a.graph
             elif a.graph is not graph:
-                raise ValueError(f"{op.name}: inputs come from different graphs (at {user_line()})")
+                raise user_error(ValueError, op.name, "inputs come from different graphs")
             inputs.append(a)
         elif isinstance(a, Tensor):
             inputs.append(a.numpy())  # an eager value used in a graph is a constant there

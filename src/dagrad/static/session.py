@@ -3,18 +3,25 @@
 `Session.run` runs generated code: per fetch set and feed signature, the nodes the fetches
 need are copied with their sizes made concrete, optimised and compiled to a Python
 function over NumPy (the machinery of `dg.compile`), which every later run with that
-signature calls.
+signature calls. A Session keeps at most CACHE_SIZE compiled functions and FETCH_SETS
+fetch sets, dropping the least recently used; threads may share it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .._core.autodiff import reverse_sweep, tree_flatten, tree_unflatten
-from .._core.errors import user_line
+from .._core.errors import user_error
 from .._core.op import Op
-from .graph import Symbol, _checked_value, _shape_fits, _symbol
+from ..compile.cache import LRUCache
+from .graph import Graph, Symbol, _checked_value, _shape_fits, _symbol, atomic
 from .graph import _ancestors_in_order as _ancestors
+
+CACHE_SIZE = 64  # compiled functions (fetch set and feed shapes) a Session keeps
+FETCH_SETS = 64  # fetch sets whose analysis a Session keeps
 
 # update nodes are not differentiable ops, so they are not in the op registry
 _ASSIGN = Op("assign", lambda variable, value: value, None, None, lambda v, e: v, False)
@@ -27,21 +34,21 @@ def assign(variable, expr):
     All reads in one `Session.run` see the values from before that run's updates.
     """
     if not isinstance(variable, Symbol) or variable.kind != "variable":
-        raise TypeError(f"assign: the target must be a dg.Variable, got {variable!r}")
+        raise user_error(TypeError, "assign", f"the target must be a dg.Variable, got {type(variable).__name__}")
     if isinstance(expr, Symbol):
         if expr.graph is not variable.graph:
-            raise ValueError(f"assign: {expr!r} and {variable!r} belong to different graphs")
+            raise user_error(ValueError, "assign", f"{expr!r} and {variable!r} belong to different graphs")
         if not _shape_fits(tuple(1 if n is None else n for n in expr._shape), variable._shape) and not _shape_fits(
             variable._shape, expr._shape
         ):
-            raise ValueError(
-                f"assign: a value of shape {expr._shape} cannot be assigned to Variable {variable.name!r} "
-                f"of shape {variable._shape} (at {user_line()})"
-            )
+            raise user_error(ValueError, "assign", f"a value of shape {expr._shape} cannot be assigned to Variable "
+                             f"{variable.name!r} of shape {variable._shape}", expr, variable)
         if not np.can_cast(expr._dtype, variable._dtype, "same_kind"):
-            raise TypeError(f"assign: dtype {expr._dtype} does not fit Variable {variable.name!r} of {variable._dtype}")
+            raise user_error(TypeError, "assign", f"dtype {expr._dtype} does not fit Variable {variable.name!r} of "
+                             f"{variable._dtype}", expr, variable)
     else:
-        expr = _checked_value(expr, variable._shape, variable._dtype, f"assign to Variable {variable.name!r}")
+        expr = _checked_value(expr, variable._shape, variable._dtype, "assign", f"the value for Variable "
+                              f"{variable.name!r}")
     return _symbol(variable.graph, "assign", variable._shape, variable._dtype, _ASSIGN, (variable, expr))
 
 
@@ -49,8 +56,10 @@ def group(*updates, name=None):
     """One node that runs all `updates` (e.g. the assignments of a training step)."""
     updates = [u for u in updates if u is not None]
     if not updates or not all(isinstance(u, Symbol) for u in updates):
-        raise TypeError("group: expects one or more nodes of a static graph")
+        raise user_error(TypeError, "group", "expects one or more nodes of a static graph")
     graph = updates[0].graph
+    if any(u.graph is not graph for u in updates):
+        raise user_error(ValueError, "group", "the nodes belong to different graphs")
     return _symbol(graph, "group", (), np.bool_, _GROUP, tuple(updates), name=name)
 
 
@@ -58,7 +67,8 @@ def gradients(ys, xs, grad_ys=None):
     """Symbolic gradients: nodes computing d(sum of ys)/d x for each x, built in the graph.
 
     The rules are the same vjp rules eager mode uses, so `gradients` of gradients gives
-    second derivatives. An x that the ys do not depend on gets zeros.
+    second derivatives. An x that the ys do not depend on gets zeros. If it fails, the graph
+    is left as it was (no node of the attempt stays).
 
     >>> import dagrad as dg, numpy as np
     >>> with dg.Graph() as g:
@@ -67,21 +77,38 @@ def gradients(ys, xs, grad_ys=None):
     >>> dg.Session(g).run(dx, {x: np.array([1.0, 2.0, 3.0])})
     array([2., 4., 6.])
     """
-    from ..numpy import full_like
-
     single_x = isinstance(xs, Symbol)
-    ys = [ys] if isinstance(ys, Symbol) else list(ys)
-    xs = [xs] if single_x else list(xs)
+    ys, xs = _listed(ys), _listed(xs)
     for t in ys + xs:
         if not isinstance(t, Symbol):
-            raise TypeError(f"gradients: expects nodes of a static graph, got {type(t).__name__}")
-    if grad_ys is None:
-        seeds = [full_like(y, 1) for y in ys]
-    else:
+            raise user_error(TypeError, "gradients", f"expects nodes of a static graph, got {type(t).__name__}")
+    if any(t.graph is not ys[0].graph for t in ys + xs):
+        raise user_error(ValueError, "gradients", "the ys and xs belong to different graphs")
+    seeds = None
+    if grad_ys is not None:
         seeds = [grad_ys] if not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
         if len(seeds) != len(ys):
-            raise ValueError(f"gradients: {len(ys)} ys but {len(seeds)} grad_ys")
-        # plain values become constants of the graph, so every gradient is a node
+            raise user_error(ValueError, "gradients", f"{len(ys)} ys but {len(seeds)} grad_ys")
+    with atomic():  # all or nothing: a failure removes every node built so far
+        results = _gradients(ys, xs, seeds)
+    return results[0] if single_x else results
+
+
+def _listed(nodes):
+    if isinstance(nodes, Symbol):
+        return [nodes]
+    try:
+        return list(nodes)
+    except TypeError:  # not iterable: reported as not a node
+        return [nodes]
+
+
+def _gradients(ys, xs, seeds):
+    from ..numpy import full_like
+
+    if seeds is None:
+        seeds = [full_like(y, 1) for y in ys]
+    else:  # plain values become constants of the graph, so every gradient is a node
         seeds = [s if isinstance(s, Symbol) else _constant_like(y, s) for y, s in zip(ys, seeds)]
     roots = [(y, s) for y, s in zip(ys, seeds) if y._requires_grad]
     found = {}
@@ -89,8 +116,7 @@ def gradients(ys, xs, grad_ys=None):
         between = _between(xs, [y for y, _ in roots])
         found = reverse_sweep([y for y, _ in roots], [s for _, s in roots], 0, graph_mode=True, targets=set(xs),
                               within=between)
-    results = [found.get(x) if found.get(x) is not None else full_like(x, 0) for x in xs]
-    return results[0] if single_x else results
+    return [found.get(x) if found.get(x) is not None else full_like(x, 0) for x in xs]
 
 
 def _between(xs, ys):
@@ -103,15 +129,14 @@ def _between(xs, ys):
 
 
 def _constant_like(y, value):
-    data = _checked_value(value, y._shape, y._dtype, "gradients: grad_ys")
+    data = _checked_value(value, y._shape, y._dtype, "gradients", "grad_ys")
     node = _symbol(y.graph, "constant", data.shape, data.dtype)
     node._data = data
     return node
 
 
 class _FetchSet:
-    """What one fetch set needs: its placeholders, its updates, and its compiled code per feed
-    signature (the shapes fed to its placeholders)."""
+    """What one fetch set needs: its placeholders and its updates."""
 
     def __init__(self, fetches):
         order = _ancestors(fetches)
@@ -123,27 +148,23 @@ class _FetchSet:
             if node.kind == "assign":
                 variable, value = node.inputs
                 if variable in assigned:
-                    raise ValueError(f"Session.run: Variable {variable.name!r} is assigned twice in one run")
+                    raise user_error(ValueError, "Session.run", f"Variable {variable.name!r} is assigned twice in "
+                                     "one run")
                 assigned[variable] = True
                 self.updates.append((node, variable, value))
         self.values = [f for f in fetches if f.kind not in ("assign", "group")]
-        self.compiled = {}
 
-    def code(self, feeds):
-        """The generated function for these feeds' shapes, compiled on first use."""
-        key = tuple(feeds[p].shape for p in self.placeholders)
-        entry = self.compiled.get(key)
-        if entry is None:
-            from ..compile.codegen import generate
-            from ..compile.passes import optimize
-            from ..compile.program import from_graph
+    def compile(self, feeds):
+        """(generated function, its placeholders, its variables, program) for these feeds' shapes."""
+        from ..compile.codegen import generate
+        from ..compile.passes import optimize
+        from ..compile.program import from_graph
 
-            shapes = {p: feeds[p].shape for p in self.placeholders}
-            program, placeholders, variables = from_graph(
-                self.values, [(variable, value) for _, variable, value in self.updates], shapes)
-            optimize(program)
-            entry = self.compiled[key] = (generate(program, "run"), placeholders, variables, program)
-        return entry
+        shapes = {p: feeds[p].shape for p in self.placeholders}
+        program, placeholders, variables = from_graph(
+            self.values, [(variable, value) for _, variable, value in self.updates], shapes)
+        optimize(program)
+        return generate(program, "run"), placeholders, variables, program
 
 
 def _fetched(node, value):
@@ -174,26 +195,36 @@ class Session:
     def __init__(self, graph=None):
         from .graph import get_default_graph
 
+        if graph is not None and not isinstance(graph, Graph):
+            raise user_error(TypeError, "Session", f"expects a dg.Graph, got {type(graph).__name__}")
         self.graph = graph if graph is not None else get_default_graph()
-        self._fetch_sets = {}
+        self._fetch_sets = LRUCache(FETCH_SETS)  # fetches -> _FetchSet
+        self._code = LRUCache(CACHE_SIZE)  # (fetches, feed shapes) -> what _FetchSet.compile returns
 
     def run(self, fetches, feed_dict=None):
         leaves, treedef = tree_flatten(fetches)
         for f in leaves:
             if not isinstance(f, Symbol):
-                raise TypeError(f"Session.run: fetch {f!r} is not a node of a static graph (at {user_line()})")
+                raise user_error(TypeError, "Session.run", f"a fetch of type {type(f).__name__} is not a node of a "
+                                 "static graph")
             if f.graph is not self.graph:
-                raise ValueError(f"Session.run: fetch {f!r} belongs to another graph than this session's")
-        feeds = self._feeds(feed_dict or {})
+                raise user_error(ValueError, "Session.run", f"fetch {f!r} belongs to another graph than this "
+                                 "session's")
+        feeds = self._feeds(feed_dict)
         key = tuple(leaves)
         fetch_set = self._fetch_sets.get(key)
         if fetch_set is None:
-            fetch_set = self._fetch_sets[key] = _FetchSet(leaves)
+            fetch_set = self._fetch_sets.put(key, _FetchSet(leaves))
         missing = [p for p in fetch_set.placeholders if p not in feeds]
         if missing:
             names = ", ".join(repr(p.name or p) for p in missing)
-            raise ValueError(f"Session.run: the fetches need placeholder(s) {names}, which feed_dict does not feed")
-        generated, placeholders, variables, _ = fetch_set.code(feeds)
+            raise user_error(ValueError, "Session.run", f"the fetches need placeholder(s) {names}, which feed_dict "
+                             "does not feed")
+        code_key = (key, tuple(feeds[p].shape for p in fetch_set.placeholders))
+        entry = self._code.get(code_key)
+        if entry is None:
+            entry = self._code.put(code_key, fetch_set.compile(feeds))
+        generated, placeholders, variables, _ = entry
         try:
             results = generated.function(*[feeds[p] for p in placeholders], *[v._data for v in variables])
         except Exception as err:
@@ -206,28 +237,41 @@ class Session:
                                         for f in leaves])
 
     def _feeds(self, feed_dict):
+        if feed_dict is None:
+            return {}
+        if not isinstance(feed_dict, Mapping):
+            raise user_error(TypeError, "Session.run", f"feed_dict must be a dict {{placeholder or its name: value}}, "
+                             f"got {type(feed_dict).__name__}")
         feeds = {}
         for key, value in feed_dict.items():
             if isinstance(key, str):
                 try:
                     node = self.graph[key]
                 except KeyError:
-                    raise ValueError(f"feed_dict: this session's graph has no node named {key!r}") from None
-            else:
+                    raise user_error(ValueError, "Session.run", f"feed_dict: this session's graph has no node named "
+                                     f"{key!r}") from None
+            elif isinstance(key, Symbol):
                 node = key
-            if not isinstance(node, Symbol) or node.graph is not self.graph:
-                raise ValueError(f"feed_dict: {key!r} is not a node of this session's graph")
+            else:
+                raise user_error(TypeError, "Session.run", f"feed_dict: a key of type {type(key).__name__} is neither "
+                                 "a placeholder nor a placeholder's name")
+            if node.graph is not self.graph:
+                raise user_error(ValueError, "Session.run", f"feed_dict: {node!r} is not a node of this session's "
+                                 "graph")
             if node.kind != "placeholder":
-                raise TypeError(f"feed_dict: {node!r} is not a placeholder; only placeholders are fed")
+                raise user_error(TypeError, "Session.run", f"feed_dict: {node!r} is not a placeholder; only "
+                                 "placeholders are fed")
             if node in feeds:
-                raise ValueError(f"feed_dict: placeholder {node.name!r} is fed twice")
-            feeds[node] = _checked_value(value, node._shape, node._dtype, f"feed for placeholder {node.name!r}")
+                raise user_error(ValueError, "Session.run", f"feed_dict: placeholder {node.name!r} is fed twice")
+            feeds[node] = _checked_value(value, node._shape, node._dtype, "Session.run",
+                                         f"feed_dict: the value for placeholder {node.name!r}")
         return feeds
 
     def _commit(self, fetch_set, new_values):
         """Checks every update of the run, then applies them all (or none). Returns {assign node: value}."""
         checked = [
-            _checked_value(value, variable._shape, variable._dtype, f"update of Variable {variable.name!r}")
+            _checked_value(value, variable._shape, variable._dtype, "Session.run", f"update of Variable "
+                           f"{variable.name!r}")
             for (_, variable, _), value in zip(fetch_set.updates, new_values)
         ]
         for (_, variable, _), value in zip(fetch_set.updates, checked):
