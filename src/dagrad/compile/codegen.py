@@ -76,9 +76,10 @@ def generate(program, name="f", grouped=False, reserved=()):
     source, line_nodes, names, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
     filename = f"{FILENAME_PREFIX}{name} #{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    # nosec B102: the source is dagrad's own: identifiers from _Naming, values from `literal` or named
-    # constants of `namespace`, user text only escaped in comments (tests/test_security.py)
-    exec(compile(source, filename, "exec"), namespace)  # nosec B102
+    # the source is dagrad's own: identifiers from _Naming, values from `literal` or named constants
+    # of `namespace`, a user's text only escaped in comments (tests/test_security.py tries each way in)
+    code = compile(source, filename, "exec")
+    exec(code, namespace)  # nosec B102  # runs only the source written above
     function = namespace[name]
     function.__dagrad_filename__ = filename
     weakref.finalize(function, linecache.cache.pop, filename, None)  # the entry goes with the function

@@ -334,11 +334,8 @@ def _numpy_name(obj):
     if type(name) is not str or not _dotted(name):
         return None
     for prefix, namespace in (("np", np), ("np.linalg", np.linalg)):
-        try:
-            if getattr(namespace, name, None) is obj:
-                return f"{prefix}.{name}"
-        except Exception:
-            continue
+        if vars(namespace).get(name) is obj:  # the module's own names (no __getattr__ hook runs)
+            return f"{prefix}.{name}"
     return None
 
 
