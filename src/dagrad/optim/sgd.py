@@ -43,8 +43,8 @@ class SGD(Optimizer):
 
     def _validate(self, group, op):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise user_error(ValueError, op, f"Nesterov momentum requires a momentum > 0 and zero dampening, got "
-                             f"momentum={group['momentum']}, dampening={group['dampening']}")
+            raise user_error(ValueError, op, f"nesterov=True (Nesterov momentum) requires a momentum > 0 and zero "
+                             f"dampening, got momentum={group['momentum']}, dampening={group['dampening']}")
 
     def _optional_state(self, group):
         return {"momentum_buffer"} if group["momentum"] != 0 else set()
