@@ -475,7 +475,8 @@ def _snapshot(opt, params):
     state = {id(p): {k: np.array(v, copy=True) for k, v in entry.items()} for p, entry in opt.state.items()}
     groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
     grads = [p._grad for p in params]
-    grads = [g.numpy().copy() if isinstance(g, dg.Tensor) else np.array(g, copy=True) for g in grads]
+    grads = [np.array(id(g)) if getattr(g, "_symbolic", False) else  # a node: the same one
+             g.numpy().copy() if isinstance(g, dg.Tensor) else np.array(g, copy=True) for g in grads]
     return ([p.numpy().copy() for p in params], grads,
             [p._version for p in params], state, groups, [list(g["params"]) for g in opt.param_groups])
 
@@ -506,8 +507,9 @@ def _bad_grads():
         (lambda p: dg.tensor(np.ones(4)), ValueError, r"parameter 1 has shape \(3,\) but its \.grad has shape \(4,\)"),
         (lambda p: dg.tensor(np.ones((1, 3))), ValueError, r"shape \(1, 3\)"),
         (lambda p: dg.tensor(np.ones(3, np.float32)), TypeError, "has dtype float64 but its .grad has dtype float32"),
-        (lambda p: np.ones(3), TypeError, r"parameter 1's \.grad is a ndarray, not a Tensor or None"),
+        (lambda p: np.ones(3), TypeError, r"parameter 1's \.grad is a ndarray, not a Tensor with values or None"),
         (lambda p: 1.0, TypeError, "is a float, not a Tensor"),
+        (lambda p: dg.placeholder((3,), name="g"), TypeError, "is a static graph's node, not a Tensor with values"),
     ]
 
 

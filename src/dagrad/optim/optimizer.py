@@ -396,8 +396,9 @@ class Optimizer:
             return user_error(ValueError, op, f"the state of parameter {index} has shape {state_entry.shape}, the "
                               f"parameter {p.shape} (was its value replaced?){unchanged}", p)
         if not isinstance(grad, Tensor) or grad._symbolic:
-            return user_error(TypeError, op, f"parameter {index}'s .grad is a {type(grad).__name__}, not a Tensor "
-                              f"or None{unchanged}", p)
+            what = "a static graph's node" if isinstance(grad, Tensor) else f"a {type(grad).__name__}"
+            return user_error(TypeError, op, f"parameter {index}'s .grad is {what}, not a Tensor with values or "
+                              f"None{unchanged}", p)
         g = grad._raw()
         if g.shape != p._value.shape:
             return user_error(ValueError, op, f"parameter {index} has shape {p._value.shape} but its .grad has shape "
