@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 import tracemalloc
 from collections import Counter
 
@@ -969,6 +970,91 @@ def test_the_memory_plan_never_overwrites_a_value_still_needed(f):
     identical(x, copy)
     for a, b in zip(leaves(first), leaves(second)):
         assert not np.shares_memory(a, b)
+
+
+# ---------------------------------------------------------------- 5b. bad input (issue 12): errors at the user's line
+
+
+def _here(offset=1):
+    """'test_compile.py:N' for the caller's line plus `offset`."""
+    return f"{HERE}:{sys._getframe(1).f_lineno + offset}"
+
+
+@pytest.mark.parametrize(("value", "dtype", "why"), [
+    (np.array([1 + 2j, 3j]), "complex128", "complex numbers are not supported yet"),
+    (np.array([1.0, None]), "object", "no arithmetic"),
+    (np.array(["a", "b"]), "<U1", "no arithmetic"),
+    (np.complex64(1j), "complex64", "complex numbers are not supported yet"),
+])
+def test_compile_refuses_arrays_it_cannot_compute_on_naming_the_argument(value, dtype, why):
+    fast = dg.compile(lambda x, params: x * params["w"])
+    line = _here(2)
+    with pytest.raises(TypeError) as info:
+        fast(np.ones(2), {"w": value})
+    message = str(info.value)
+    assert message.startswith("dg.compile: argument params['w'] has dtype ") and dtype in message, message
+    assert why in message and line in message, message
+    assert len(fast._cache) == 0  # nothing was traced
+
+
+def test_compile_names_a_variadic_argument_by_its_position():
+    fast = dg.compile(lambda *xs: xs[0] * xs[1])
+    line = _here(2)
+    with pytest.raises(TypeError) as info:
+        fast(np.ones(2), np.array([1j, 0j]))
+    assert "argument xs1 has dtype complex128" in str(info.value) and line in str(info.value), str(info.value)
+
+
+def test_compile_of_something_not_callable_names_the_users_line():
+    line = _here(2)
+    with pytest.raises(TypeError) as info:
+        dg.compile(3)
+    assert str(info.value).startswith("dg.compile: expects a function") and line in str(info.value)
+
+
+def test_an_unhashable_static_argument_names_the_users_line():
+    fast = dg.compile(lambda x, s: x)
+    line = _here(2)
+    with pytest.raises(TypeError) as info:
+        fast(np.ones(2), {1, 2})
+    assert str(info.value).startswith("dg.compile: an argument of type set") and line in str(info.value)
+
+
+def test_a_failure_in_compiled_code_names_the_op_the_inputs_and_the_line_that_built_it():
+    def f(x):
+        y = dg.exp(x) * 0.0
+        return dg.linalg.inv(y) + 1.0  # singular: fails only when the code runs
+
+    built = _here(-2)
+    fast = dg.compile(f)
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        fast(np.ones((2, 2)))
+    message = str(info.value)
+    assert message.startswith("inv failed in compiled code: Singular matrix") and "(2, 2) float64" in message
+    assert message.endswith(built), message
+
+
+def test_a_failure_in_a_compiled_gradient_names_the_forward_line():
+    class Picky(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            if np.any(g > 1.0):
+                raise ValueError("gradient too large")
+            return g * 2.0
+
+    def f(x):
+        return dg.sum(Picky.apply(x) * 5.0)
+
+    built = _here(-2)
+    fast = dg.compile(dg.grad(f))
+    with pytest.raises(ValueError) as info:
+        fast(np.ones(3))
+    message = str(info.value)
+    assert "gradient too large" in message and f"{built} (backward of Picky)" in message, message
 
 
 # ---------------------------------------------------------------- 6. peak memory

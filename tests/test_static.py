@@ -729,3 +729,171 @@ def test_the_example_script_runs(classics, capsys):
     out = capsys.readouterr().out
     assert "x = 7.000000" in out and "(x, y) = (1.000000, 1.000000)" in out
     assert re.search(r"(\d+) nodes after building, \1 after 1,000 runs", out)
+
+
+# -- bad input (issue 12): every error names the call, the shapes/dtypes and the user's line; nothing changes
+
+
+def _here(offset=1):
+    """'test_static.py:N' for the caller's line plus `offset`."""
+    return f"{Path(__file__).name}:{inspect.currentframe().f_back.f_lineno + offset}"
+
+
+@pytest.mark.parametrize(
+    ("case", "error", "parts"),
+    [
+        ("missing feed", ValueError, ["'x'", "does not feed"]),
+        ("wrong shape", ValueError, ["'x'", "(3, 3)", "(None, 2)"]),
+        ("wrong dtype", TypeError, ["'k'", "float64", "int64"]),
+        ("complex feed", TypeError, ["'x'", "complex128", "float64"]),
+        ("ragged feed", ValueError, ["'x'", "cannot be made an array"]),
+        ("unknown name", ValueError, ["'nope'"]),
+        ("not a placeholder", TypeError, ["only placeholders"]),
+        ("fed twice", ValueError, ["fed twice"]),
+        ("fetch of another graph", ValueError, ["another graph"]),
+        ("fetch that is not a node", TypeError, ["ndarray", "not a node"]),
+        ("feed_dict a list", TypeError, ["feed_dict must be a dict", "list"]),
+        ("feed_dict key an int", TypeError, ["key of type int"]),
+    ],
+)
+def test_session_feed_errors_name_the_run_and_the_users_line(counter_graph, calls, case, error, parts):
+    g, x, k, v, y, step = counter_graph
+    with dg.Graph():
+        stranger = dg.placeholder((2,), name="s")
+    good = np.ones((3, 2))
+    fetches, feed = {
+        "missing feed": ([step, y], {}),
+        "wrong shape": ([step], {x: np.ones((3, 3))}),
+        "wrong dtype": ([step], {x: good, k: 1.5}),
+        "complex feed": ([step], {x: good + 1j}),
+        "ragged feed": ([step], {x: [[1.0, 2.0], [3.0]]}),
+        "unknown name": ([step], {x: good, "nope": 1.0}),
+        "not a placeholder": ([step], {x: good, v: np.zeros(2)}),
+        "fed twice": ([step], {x: good, "x": good}),
+        "fetch of another graph": ([step, stranger], {x: good}),
+        "fetch that is not a node": ([step, np.ones(2)], {x: good}),
+        "feed_dict a list": ([step], [(x, good)]),
+        "feed_dict key an int": ([step], {x: good, 3: good}),
+    }[case]
+    sess = dg.Session(g)
+    nodes = len(g)
+    calls.clear()
+    line = _here(2)
+    with pytest.raises(error) as info:
+        sess.run(fetches, feed)
+    message = str(info.value)
+    assert message.startswith("Session.run: ") and line in message, message
+    for part in parts:
+        assert part in message, (part, message)
+    assert calls == {} and len(g) == nodes
+    np.testing.assert_array_equal(v.value, [1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "error", "part"),
+    [
+        ((-1, 3), "float64", ValueError, "cannot be negative"),
+        ((2.5, 3), "float64", TypeError, "got float"),
+        (("3",), "float64", TypeError, "got str"),
+        ((True, 3), "float64", TypeError, "got bool"),
+        (3, "float64", TypeError, "tuple of sizes"),
+        ((2,), "complex128", TypeError, "complex numbers are not supported yet"),
+        ((2,), object, TypeError, "unsupported dtype object"),
+        ((2,), "U3", TypeError, "unsupported dtype <U3"),
+        ((2,), "no such dtype", TypeError, "is not a dtype"),
+    ],
+)
+def test_bad_placeholders_are_refused_where_they_are_declared(shape, dtype, error, part):
+    with dg.Graph() as g:
+        dg.placeholder((None,), name="ok")
+        line = _here(2)
+        with pytest.raises(error) as info:
+            dg.placeholder(shape, dtype, name="p")
+    message = str(info.value)
+    assert message.startswith("placeholder: ") and part in message and line in message, message
+    assert len(g) == 1 and "p" not in g._names
+
+
+@pytest.mark.parametrize("make", [dg.constant, dg.Variable])
+@pytest.mark.parametrize(("data", "part"), [(np.array([1 + 2j]), "complex128"), (np.array([None, 1]), "object"),
+                                            ("abc", "<U3"), ([[1.0], [2.0, 3.0]], "cannot make an array")])
+def test_constants_and_variables_of_unsupported_data_are_refused(make, data, part):
+    with dg.Graph() as g:
+        line = _here(2)
+        with pytest.raises((TypeError, ValueError)) as info:
+            make(data)
+    message = str(info.value)
+    assert message.startswith(f"{make.__name__}: ") and part in message and line in message, message
+    assert len(g) == 0
+
+
+@pytest.mark.parametrize("op", ["size", "len", "backward"])
+def test_symbolic_sizes_and_backward_errors_name_the_users_line(op):
+    with dg.Graph():
+        x = dg.placeholder((None, 3), name="x")
+        y = x.sum()
+        line = _here(2)
+        with pytest.raises(TypeError) as info:
+            x.size if op == "size" else len(x) if op == "len" else y.backward()  # noqa: B018
+    assert str(info.value).startswith(f"{op}: ") and line in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", ["shape", "target", "value", "group"])
+def test_assign_and_group_errors_name_the_users_line(case):
+    with dg.Graph() as g:
+        v = dg.Variable(np.zeros(3), name="v")
+        x = dg.placeholder((2,), name="x")
+    function, args, error, part = {
+        "shape": (dg.assign, (v, x), ValueError, "(2,)"),
+        "target": (dg.assign, (x, v), TypeError, "dg.Variable"),
+        "value": (dg.assign, (v, np.ones(2)), ValueError, "(2,)"),
+        "group": (dg.group, (np.ones(2),), TypeError, "nodes of a static graph"),
+    }[case]
+    nodes = len(g)
+    line = _here(2)
+    with pytest.raises(error) as info:
+        function(*args)
+    message = str(info.value)
+    assert message.startswith(f"{function.__name__}: ") and part in message and line in message, message
+    assert len(g) == nodes
+
+
+def test_a_group_of_updates_from_two_graphs_is_refused():
+    with dg.Graph():
+        v = dg.Variable(1.0, name="v")
+    with dg.Graph():
+        w = dg.Variable(1.0, name="w")
+    with pytest.raises(ValueError, match="group: the nodes belong to different graphs"):
+        dg.group(v.assign(2.0), w.assign(2.0))
+
+
+class _NoBackward(dg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        raise NotImplementedError("no gradient here")
+
+
+@pytest.mark.parametrize("case", ["bad grad_ys", "failing rule", "not a node"])
+def test_a_failing_gradients_leaves_the_graph_as_it_was(case):
+    with dg.Graph() as g:
+        x = dg.placeholder((3,), name="x")
+        a = dg.exp(x).sum()
+        b = _NoBackward.apply(dg.tanh(x)).sum() + dg.sin(x).sum()
+        names = dict(g._names)
+        twice = a * 2.0
+        args = {
+            "bad grad_ys": ([a, twice], [x], [1.0, np.ones(2)]),  # the first seed's node is built, then it fails
+            "failing rule": (b, [x], None),  # sin's and add's gradients are built before the rule fails
+            "not a node": (a, [x, np.ones(3)], None),
+        }[case]
+        nodes = len(g)
+        line = _here(2)
+        with pytest.raises((ValueError, TypeError, NotImplementedError)) as info:
+            dg.gradients(*args)
+    assert len(g) == nodes and g._names == names
+    if case != "failing rule":
+        assert str(info.value).startswith("gradients: ") and line in str(info.value), str(info.value)

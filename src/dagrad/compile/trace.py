@@ -273,6 +273,10 @@ def _identifier(name):
     return "f" if name == "lambda" else name
 
 
+def _dtype(value):
+    return getattr(value, "dtype", type(value).__name__)
+
+
 def explain(err, generated, where):
     """The error of a failing generated line, naming its op, its input shapes and the user's line."""
     tb = err.__traceback__
@@ -283,8 +287,10 @@ def explain(err, generated, where):
         tb = tb.tb_next
     if node is None:
         return err
-    shapes = ", ".join(str(a._shape) if isinstance(a, Symbol) else str(np.shape(a)) for a in node.inputs)
-    message = f"{node.op.name} failed in {where}: {err} (input shapes {shapes}; node built at {node.where})"
+    inputs = ", ".join(f"{tuple(a._shape)} {a._dtype}" if isinstance(a, Symbol) else f"{np.shape(a)} {_dtype(a)}"
+                       for a in node.inputs)
+    # the user's line is the one that built the failing node (a gradient's: its forward's line)
+    message = f"{node.op.name} failed in {where}: {err} (inputs: {inputs}) at {node.where}"
     try:
         return type(err)(message)
     except Exception:
