@@ -400,24 +400,25 @@ def split(x, indices_or_sections, axis=0):
 
 def repeat(x, repeats, axis=None):
     """Each element of `x` repeated `repeats` times along `axis` (flattened when None), as `np.repeat`."""
+    given = x  # the errors list the input as given, not flattened
     if axis is None:
         x, axis = ravel(x), 0
     shape = _shape(x)
-    axis = normalize_axis_index(axis, len(shape), "repeat", x)
+    axis = normalize_axis_index(axis, len(shape), "repeat", given)
     if not is_sequence(repeats):
-        count = as_index(repeats, "repeat", "repeats", x)
+        count = as_index(repeats, "repeat", "repeats", given)
         if count < 0:
-            raise user_error(ValueError, "repeat", f"repeats {count} is negative", x)
+            raise user_error(ValueError, "repeat", f"repeats {count} is negative", given)
         # a new axis broadcast to `repeats` and merged: the gradient sums the copies
         column = expand_dims(x, axis + 1)
         wide = broadcast_to(column, _like(column, shape[: axis + 1] + (count,) + shape[axis + 1 :]))
         return reshape(wide, shape[:axis] + (_times(shape[axis], count),) + shape[axis + 1 :])
-    counts = [as_index(r, "repeat", "repeats", x, within=repeats) for r in repeats]
+    counts = [as_index(r, "repeat", "repeats", given, within=repeats) for r in repeats]
     if builtins.any(r < 0 for r in counts):
-        raise user_error(ValueError, "repeat", f"repeats {repeats!r} has a negative count", x)
+        raise user_error(ValueError, "repeat", f"repeats {repeats!r} has a negative count", given)
     if len(counts) not in (1, shape[axis]):
         raise user_error(ValueError, "repeat", f"{len(counts)} repeats do not match axis {axis} of size {shape[axis]}",
-                         x)
+                         given)
     index = np.repeat(np.arange(shape[axis]), counts)
     return getitem(x, (slice(None),) * axis + (index,))
 
@@ -454,9 +455,9 @@ _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
 def pad(x, pad_width, mode="constant", constant_values=0):
     """`x` padded by `pad_width`, as `np.pad` in modes constant, edge, reflect, symmetric and wrap."""
     shape = _shape(x)
-    widths = np.asarray(pad_width)
-    if widths.dtype.kind not in "iu":  # NumPy refuses float widths too, rather than truncate them
-        raise user_error(TypeError, "pad", f"pad_width {pad_width!r} must be of integral type", x)
+    given = np.asarray(pad_width, dtype=object)  # each width checked as an integer: floats and bools refused
+    widths = np.array([as_index(w, "pad", "pad width", x, within=pad_width) for w in given.ravel()], dtype=np.int64)
+    widths = widths.reshape(given.shape)
     try:
         widths = np.broadcast_to(widths, (len(shape), 2))
     except ValueError:
