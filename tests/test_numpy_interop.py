@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -122,3 +124,27 @@ def test_integer_and_boolean_indexing_out_of_range():
         t[np.array([0, 3])]
     with pytest.raises(IndexError):
         t[np.array([True, False])]
+
+
+def test_numpy_functions_on_tensors_check_axes_as_numpy():
+    # np.sum(t, axis=...) runs dagrad's sum: NumPy integer axes work, bad axes are NumPy's errors
+    t = dg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    out = np.sum(t, axis=np.int64(-1))
+    assert isinstance(out, dg.Tensor)
+    np.testing.assert_array_equal(out.numpy(), [3.0, 12.0])
+    line = f"test_numpy_interop.py:{sys._getframe().f_lineno + 1}"
+    with pytest.raises(np.exceptions.AxisError) as info: np.sum(t, axis=2)  # noqa: E701
+    assert "sum: axis 2 is out of bounds" in str(info.value) and "(2, 3) float64" in str(info.value)
+    assert line in str(info.value)
+    with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+        np.moveaxis(t, 1.0, 0)
+
+
+def test_size_along_axes():
+    x = np.ones((2, 3, 4))
+    t = dg.tensor(x)
+    assert np.size(t, 1) == dnp.size(x, 1) == np.size(x, 1) == 3
+    assert np.size(t, (0, -1)) == np.size(x, (0, -1)) == 8
+    assert dnp.size(t, np.int64(2)) == 4 and dnp.size(t) == 24
+    with pytest.raises(np.exceptions.AxisError, match=r"size: axis 3 is out of bounds .*\(2, 3, 4\) float64"):
+        dnp.size(t, 3)

@@ -54,6 +54,7 @@ from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
 )
 
 from . import linalg
+from ._core.shapes import normalize_axis
 from ._core.tensor import Tensor
 from .ops.elementwise import (
     abs,
@@ -191,5 +192,16 @@ def ndim(x):
     return x.ndim if isinstance(x, Tensor) else _np.ndim(x)
 
 
-def size(x):
-    return x.size if isinstance(x, Tensor) else _np.size(x)
+def size(x, axis=None):
+    """The number of elements (along `axis`, an integer or a tuple of them), as `np.size`.
+
+    >>> size(_np.ones((2, 3, 4)), axis=(0, 2))
+    8
+    """
+    if axis is None:
+        return x.size if isinstance(x, Tensor) else _np.size(x)
+    dims = shape(x)
+    n = 1
+    for a in normalize_axis(axis, len(dims), "size", x):
+        n *= dims[a]
+    return n
