@@ -140,10 +140,12 @@ def normalize_axis(axis, ndim, op_name="op", *operands, ordered=False, name="axi
         for a in axis:
             if type(a) is not int or not -ndim <= a < ndim:
                 break
-            out.append(a + ndim if a < 0 else a)
+            out.append(a % ndim)
         else:
             if len(set(out)) == len(out):
-                return tuple(out) if ordered else tuple(sorted(out))
+                if not ordered:
+                    out.sort()
+                return tuple(out)
     sequence = is_sequence(axis)
     items = tuple(axis) if sequence else (axis,)
     within = axis if sequence else None
