@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -682,3 +684,251 @@ def test_dropout_under_compile_is_not_folded_or_merged_and_refuses_export(tmp_pa
     assert not np.array_equal(a, c)  # a new draw at each call
     with pytest.raises(ExportError, match="draws random numbers"):
         two_dropouts.export(tmp_path / "m.py", np.ones((8, 8)))
+
+
+# -- issue 12: clear errors at the user's line, all or nothing, edges as PyTorch
+def _here(offset=1):
+    """'test_nn.py:N' for the caller's line plus `offset`."""
+    return f"test_nn.py:{sys._getframe(1).f_lineno + offset}"
+
+
+@pytest.mark.parametrize("call", [lambda x: nn.Flatten(5)(x), lambda x: F.flatten(x, 0, 2),
+                                  lambda x: F.flatten(x, -3), lambda x: nn.Flatten()(dg.tensor(np.zeros(3)))])
+def test_flatten_dimension_out_of_range_is_an_axis_error(call):
+    x = dg.tensor(np.zeros((2, 3)))
+    with pytest.raises(np.exceptions.AxisError, match=r"flatten: dimension -?\d+ is out of range") as info:
+        call(x)
+    assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)  # as torch's and NumPy's
+    assert "test_nn.py" in str(info.value)
+    with pytest.raises(IndexError):  # PyTorch agrees
+        torch = pytest.importorskip("torch")
+        call(torch.zeros(2, 3))
+
+
+def test_flatten_edges_as_torch():
+    assert F.flatten(dg.tensor(np.float64(3.0)), 0).shape == (1,)  # a 0-d input counts as 1-d
+    assert F.flatten(dg.tensor(np.zeros((2, 3, 4))), -2, -1).shape == (2, 12)
+    line = _here(2)
+    with pytest.raises(ValueError, match="flatten: start_dim 2 comes after end_dim 1") as info:
+        F.flatten(dg.tensor(np.zeros((2, 3, 4))), 2, 1)
+    assert line in str(info.value)
+    with pytest.raises(TypeError, match="Flatten: start_dim must be an integer"):
+        nn.Flatten(1.5)
+
+
+@pytest.mark.parametrize("make, kind, says", [
+    (lambda: nn.Conv2d(1, 1, 0), ValueError, r"Conv2d: kernel_size \(0, 0\)"),
+    (lambda: nn.Conv2d(1, 1, 3, stride=0), ValueError, r"Conv2d: .*stride \(0, 0\)"),
+    (lambda: nn.Conv2d(1, 1, 3, dilation=(1, 0)), ValueError, r"Conv2d: .*dilation \(1, 0\)"),
+    (lambda: nn.Conv2d(1, 1, 3, padding=-1), ValueError, r"Conv2d: padding \(-1, -1\) must not be negative"),
+    (lambda: nn.Conv2d(1, 0, 3), ValueError, "Conv2d: out_channels must be positive, got 0"),
+    (lambda: nn.Conv2d(-2, 2, 3), ValueError, "Conv2d: in_channels must be non-negative, got -2"),
+    (lambda: nn.Conv2d(2, 2, 3, groups=0), ValueError, "Conv2d: groups must be positive"),
+    (lambda: nn.Conv2d(1, 1, 2.5), TypeError, "Conv2d: kernel_size must be an integer, got 2.5"),
+    (lambda: nn.Conv2d(1, 1, (3, 3, 3)), ValueError, "Conv2d: kernel_size must be an int or a pair"),
+    (lambda: nn.Conv2d(1, 1, 3, stride=2, padding="same"), ValueError, "Conv2d: padding='same' needs stride 1"),
+    (lambda: nn.Linear(-1, 3), ValueError, "Linear: in_features must be non-negative, got -1"),
+    (lambda: nn.Linear(3, 2.0), TypeError, "Linear: out_features must be an integer"),
+    (lambda: nn.MaxPool2d(0), ValueError, r"MaxPool2d: kernel_size \(0, 0\)"),
+    (lambda: nn.MaxPool2d(2, padding=-1), ValueError, "MaxPool2d: padding"),
+    (lambda: nn.MaxPool2d(2, padding=2), ValueError, "MaxPool2d: padding .* at most half the kernel"),
+    (lambda: nn.Embedding(-1, 3), ValueError, "Embedding: num_embeddings must be non-negative"),
+    (lambda: nn.BatchNorm1d(0), ValueError, "BatchNorm1d: num_features must be positive"),
+    (lambda: nn.BatchNorm1d(3, momentum=1.5), ValueError, r"BatchNorm1d: momentum must be a number in \[0, 1\]"),
+    (lambda: nn.BatchNorm1d(3, eps=0.0), ValueError, "BatchNorm1d: eps must be a positive number"),
+    (lambda: nn.LayerNorm(-3), ValueError, "LayerNorm: normalized_shape must be non-negative"),
+    (lambda: nn.LayerNorm(3, eps=-1e-5), ValueError, "LayerNorm: eps must be a positive number"),
+    (lambda: nn.Dropout(2.0), ValueError, r"Dropout: p must be a number in \[0, 1\], got 2.0"),
+    (lambda: nn.Sequential(nn.ReLU(), 3), TypeError, "Sequential: argument 1 is a int"),
+])
+def test_layer_options_are_checked_when_the_layer_is_made(make, kind, says):
+    with pytest.raises(kind, match=says) as info:
+        make()
+    assert f"test_nn.py:{make.__code__.co_firstlineno}" in str(info.value)  # the lambda's line: the user's
+
+
+def test_zero_sized_layers_work_as_in_torch():
+    torch = pytest.importorskip("torch")
+    with pytest.warns(UserWarning, match="zero-element"):
+        layer = nn.Linear(0, 3)  # PyTorch warns too: initialising nothing is a no-op
+    out = layer(dg.tensor(np.zeros((2, 0))))
+    np.testing.assert_array_equal(out.numpy(), np.broadcast_to(layer.bias.numpy(), (2, 3)))
+    with pytest.warns(UserWarning):
+        assert nn.Linear(3, 0)(dg.tensor(np.ones((2, 3)))).shape == (2, 0)
+        assert tuple(torch.nn.Linear(3, 0)(torch.ones(2, 3)).shape) == (2, 0)
+    assert nn.Embedding(0, 3).weight.shape == (0, 3)
+    assert nn.init.xavier_uniform_(np.zeros((0, 0))).shape == (0, 0)
+
+
+def test_layer_shape_errors_name_the_layer_shapes_dtype_and_line():
+    conv = nn.Conv2d(3, 2, 3)
+    x = dg.tensor(np.zeros((1, 2, 5, 5), np.float32))
+    line = _here()
+    with pytest.raises(ValueError) as info: conv(x)  # noqa: E701
+    message = str(info.value)
+    assert message.startswith("Conv2d(3, 2,") and "(N, 3, H, W), got (1, 2, 5, 5)" in message
+    assert "float32" in message and line in message
+    line = _here(2)
+    with pytest.raises(ValueError, match=r"linear: bias must have shape \(2,\), got \(3,\)") as info:
+        F.linear(dg.tensor(np.ones((4, 3))), dg.tensor(np.ones((2, 3))), dg.tensor(np.ones(3)))
+    assert line in str(info.value)
+    line = _here(2)
+    with pytest.raises(ValueError, match=r"layer_norm: weight must have the normalized shape \(3,\)") as info:
+        F.layer_norm(dg.tensor(np.ones((2, 3))), 3, weight=dg.tensor(np.ones(4)))
+    assert line in str(info.value)
+    line = _here(2)
+    with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none', got 'avg'") as info:
+        F.mse_loss(dg.tensor(np.ones(2)), np.ones(2), reduction="avg")
+    assert line in str(info.value)
+
+
+def _bn_state(bn):
+    return {k: v.copy() for k, v in bn.state_dict().items()}
+
+
+def _assert_same_state(bn, before):
+    after = bn.state_dict()
+    assert after.keys() == before.keys()
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+
+
+@pytest.mark.parametrize("x, kind, says", [
+    (np.ones((1, 3)), ValueError, r"batch_norm: expected more than 1 value per channel .*\(1, 3\)"),
+    (np.ones((4, 5)), ValueError, r"BatchNorm1d\(3.*\(N, 3\) or \(N, 3, L\), got \(4, 5\)"),
+    (np.ones((4, 3), np.int64), TypeError, "batch_norm: the input must be floating point, got dtype int64"),
+    (np.ones((2, 3, 4, 5)), ValueError, r"got \(2, 3, 4, 5\)"),
+])
+def test_batchnorm_validates_before_it_touches_running_statistics(x, kind, says):
+    bn = nn.BatchNorm1d(3)
+    bn(dg.tensor(RNG.standard_normal((4, 3))))  # some state
+    before, version = _bn_state(bn), bn.running_mean._version
+    line = _here(2)
+    with pytest.raises(kind, match=says) as info:
+        bn(dg.tensor(x))
+    assert line in str(info.value)
+    _assert_same_state(bn, before)  # num_batches_tracked too
+    assert bn.running_mean._version == version
+
+
+def test_functional_batch_norm_validates_every_argument_first():
+    x = dg.tensor(RNG.standard_normal((4, 2)))
+    rm, rv = np.zeros(2), np.ones(2)
+    cases = [
+        (dict(running_mean=np.zeros(3), running_var=rv), ValueError, r"running_mean must hold one value per channel"),
+        (dict(running_mean=rm, running_var=np.ones((2, 1))), ValueError, "running_var must hold"),
+        (dict(running_mean=rm, running_var=rv, weight=np.ones(3)), ValueError, "weight must hold"),
+        (dict(running_mean=rm, running_var=rv, momentum=2.0), ValueError, r"momentum must be a number in \[0, 1\]"),
+        (dict(running_mean=rm, running_var=rv, momentum=None), ValueError, "momentum"),
+        (dict(running_mean=rm, running_var=rv, eps=0.0), ValueError, "eps must be a positive number"),
+        (dict(running_mean=rm, running_var=dg.tensor(rv).numpy()), TypeError, "running_var must be a writable"),
+        (dict(running_mean=rm, running_var=np.ones(2, np.int64)), TypeError, "int64"),
+        (dict(running_mean=rm, running_var=[1.0, 1.0]), TypeError, "a Tensor or a NumPy array"),
+    ]
+    for kwargs, kind, says in cases:
+        kwargs = {"weight": None, "bias": None, "momentum": 0.1, "eps": 1e-5, **kwargs}
+        line = _here(2)
+        with pytest.raises(kind, match=says) as info:
+            F.batch_norm(x, training=True, **kwargs)
+        assert line in str(info.value) and "batch_norm" in str(info.value)
+        np.testing.assert_array_equal(rm, np.zeros(2))  # the running mean is never updated before its variance fails
+        np.testing.assert_array_equal(rv, np.ones(2))
+
+
+def test_batchnorm_on_an_empty_batch_as_torch():
+    torch = pytest.importorskip("torch")
+    for shape in [(0, 3), (0, 3, 4)]:
+        bn, tbn = nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3).double()
+        x = dg.tensor(np.zeros(shape), requires_grad=True)
+        out = bn(x)
+        tout = tbn(torch.zeros(shape, dtype=torch.float64))
+        assert out.shape == tuple(tout.shape) == shape
+        np.testing.assert_array_equal(bn.running_mean.numpy(), np.zeros(3))
+        np.testing.assert_array_equal(bn.running_var.numpy(), np.ones(3))
+        assert int(bn.num_batches_tracked.item()) == int(tbn.num_batches_tracked) == 1  # the batch counts
+        dg.sum(out).backward()
+        np.testing.assert_array_equal(bn.weight.grad.numpy(), np.zeros(3))
+        assert x.grad.shape == shape
+
+
+def test_batchnorm_momentum_none_is_a_cumulative_average_as_torch():
+    torch = pytest.importorskip("torch")
+    bn, tbn = nn.BatchNorm1d(2, momentum=None), torch.nn.BatchNorm1d(2, momentum=None).double()
+    for batch in (np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[5.0, 2.0], [3.0, 8.0]]), RNG.standard_normal((5, 2))):
+        bn(dg.tensor(batch))
+        tbn(torch.tensor(batch))
+    np.testing.assert_allclose(bn.running_mean.numpy(), tbn.running_mean.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(bn.running_var.numpy(), tbn.running_var.numpy(), rtol=1e-14)
+    assert int(bn.num_batches_tracked.item()) == 3
+
+
+def test_batchnorm_running_statistics_writes_are_counted():
+    bn = nn.BatchNorm1d(2)
+    saved = dg.sum(bn.running_mean.detach() * dg.tensor(np.ones(2), requires_grad=True))  # holds running_mean's values
+    versions = bn.running_mean._version, bn.running_var._version, bn.num_batches_tracked._version
+    bn(dg.tensor(RNG.standard_normal((4, 2))))
+    assert (bn.running_mean._version, bn.running_var._version, bn.num_batches_tracked._version) == \
+        tuple(v + 1 for v in versions)
+    with pytest.raises(RuntimeError, match="modified"):
+        saved.backward()
+
+
+def test_a_failing_layer_call_in_a_static_graph_builds_nothing():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(5, 2))
+    with dg.Graph() as g:
+        x = dg.placeholder((None, 3), name="x")
+        n = len(g)
+        line = _here(2)
+        with pytest.raises(ValueError, match=r"Linear\(in_features=5.*got \(None, 4\)") as info:
+            model(x)
+        assert line in str(info.value)
+        assert len(g) == n
+        good = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+        y = good(x)  # a call that succeeds keeps its nodes, nested calls included
+        assert len(g) > n and y.shape == (None, 4)
+        before = len(g)
+        with pytest.raises(ValueError):
+            with dg.static.graph.atomic():
+                good(x)  # its nodes go into the outer block's journal ...
+                model(x)
+        assert len(g) == before  # ... which rolls them back with the rest
+
+
+def test_init_and_load_state_dict_count_as_in_place_writes():
+    layer = nn.Linear(2, 2)
+    x = dg.tensor(np.ones((1, 2)))
+    for write in (lambda: nn.init.zeros_(layer.weight), lambda: nn.init.xavier_uniform_(layer.weight),
+                  lambda: layer.load_state_dict(nn.Linear(2, 2).state_dict())):
+        loss = dg.sum(layer(x) * layer(x))
+        version = layer.weight._version
+        write()
+        assert layer.weight._version == version + 1
+        with pytest.raises(RuntimeError, match="modified"):
+            loss.backward()
+        layer.zero_grad()
+
+
+def test_init_refuses_what_it_cannot_fill():
+    line = _here(2)
+    with pytest.raises(ValueError, match="dg.nn.init: the array to fill is read-only") as info:
+        nn.init.ones_(dg.tensor(np.zeros(2)).numpy())
+    assert line in str(info.value)
+    with pytest.raises(TypeError, match="expected a Tensor or NumPy array to fill, got list"):
+        nn.init.zeros_([1.0, 2.0])
+
+
+def test_load_state_dict_errors_are_runtime_and_value_errors():
+    layer = nn.Linear(2, 2)
+    before = layer.state_dict()
+    line = _here(2)
+    with pytest.raises(ValueError, match=r"weight: shape mismatch") as info:
+        layer.load_state_dict({"weight": np.ones((3, 3)), "bias": np.ones(2)})
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, nn.StateDictError)
+    assert line in str(info.value)
+    bn = nn.BatchNorm1d(2)
+    with pytest.raises(RuntimeError, match="num_batches_tracked: the model holds int64, the state dict float64"):
+        bn.load_state_dict({**bn.state_dict(), "num_batches_tracked": np.array(2.5)})
+    with pytest.raises(TypeError, match="load_state_dict: expected a dict"):
+        layer.load_state_dict([("weight", np.ones((2, 2)))])
+    for k, v in layer.state_dict().items():
+        np.testing.assert_array_equal(v, before[k])

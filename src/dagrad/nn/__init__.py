@@ -28,9 +28,9 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
-from .module import Module, Parameter
+from .module import Module, Parameter, StateDictError
 
 __all__ = [
     "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
-    "Sequential", "ReLU", "Tanh", "Sigmoid", "Flatten", "functional", "init",
+    "Sequential", "ReLU", "Tanh", "Sigmoid", "Flatten", "StateDictError", "functional", "init",
 ]

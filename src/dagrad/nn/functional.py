@@ -15,19 +15,22 @@ activations and the losses also work in static graphs and `dg.compile`.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .._core.errors import user_line
+from .._core.errors import user_error
 from .._core.op import Op, apply
 from .._core.shapes import dtype_of, shape_of
-from .._core.tensor import Tensor, is_symbolic
+from .._core.tensor import Tensor, is_symbolic, mark_written
 from ..function import Function
-from ..ops.elementwise import astype, clip, equal, log, maximum, not_equal, relu, sigmoid, sqrt, tanh, where
+from ..ops.elementwise import astype, equal, not_equal, relu, sigmoid, sqrt, tanh, where
 from ..ops.elementwise import where as _where  # some functions here name a parameter `where`
 from ..ops.linalg import matmul
+from ..ops.nn import CLASS_LABELS, log_softmax
+from ..ops.nn import binary_cross_entropy as _bce_op
 from ..ops.nn import linear as _linear_op
-from ..ops.nn import log_softmax
 from ..ops.nn import nll_indices as _nll_op
 from ..ops.reduce import argmax, mean, sum, var
 from ..ops.shape import expand_dims, getitem, reshape, transpose
@@ -53,27 +56,60 @@ def _values(x):
     return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
-def shape_error(where, expected, actual):
+def shape_error(where, expected, actual, *operands):
     """A ValueError naming the layer or function, the expected and actual input shape, at the user's line."""
-    return ValueError(f"{where}: expected input of shape {expected}, got {tuple(actual)} at {user_line()}")
+    return user_error(ValueError, where, f"expected input of shape {expected}, got {tuple(actual)}", *operands)
 
 
-def _pair(v, name):
+def _fits(shape, expected):
+    """Whether `shape` is `expected`, where a size a static graph does not know yet (None) fits any."""
+    return len(shape) == len(expected) and all(a == b or a is None or b is None for a, b in zip(shape, expected))
+
+
+def _int(v, name, where):
+    """v as an int, refusing floats (2.5 would be truncated) and bools, as PyTorch's size arguments."""
+    if isinstance(v, (bool, np.bool_)):
+        raise user_error(TypeError, where, f"{name} must be an integer, got {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise user_error(TypeError, where, f"{name} must be an integer, got {v!r}") from None
+
+
+def _pair(v, name, where="conv2d"):
     if isinstance(v, (tuple, list)):
         if len(v) != 2:
-            raise ValueError(f"{name} must be an int or a pair, got {v!r}")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
+            raise user_error(ValueError, where, f"{name} must be an int or a pair, got {v!r}")
+        return _int(v[0], name, where), _int(v[1], name, where)
+    v = _int(v, name, where)
+    return v, v
+
+
+def _dim(d, ndim, where, x):
+    """Dimension `d` of a `ndim`-d input as a non-negative index; out of range is NumPy's AxisError
+    (an IndexError, as PyTorch's "Dimension out of range", and a ValueError)."""
+    d = _int(d, "a dimension", where)
+    if not -ndim <= d < ndim:
+        raise user_error(np.exceptions.AxisError, where, f"dimension {d} is out of range for a {ndim}-d input "
+                         f"(expected in [{-ndim}, {ndim - 1}])", x)
+    return d % ndim
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(reduction, where):
+    if reduction not in _REDUCTIONS:
+        raise user_error(ValueError, where, f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
 def _reduce(loss, reduction, where):
+    _check_reduction(reduction, where)
     if reduction == "mean":
         return mean(loss)
     if reduction == "sum":
         return sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return loss
 
 
 # -- activations (dagrad's own ops)
@@ -83,20 +119,29 @@ sigmoid = sigmoid
 
 
 def flatten(x, start_dim=1, end_dim=-1):
-    """Merges dimensions `start_dim..end_dim` into one, as `torch.flatten`.
+    """Merges dimensions `start_dim..end_dim` into one, as `torch.flatten`: a dimension out of range
+    is an `np.exceptions.AxisError` (an IndexError, as PyTorch's, and a ValueError); a 0-d input
+    counts as 1-d.
 
     >>> import dagrad as dg, numpy as np
     >>> flatten(dg.tensor(np.zeros((2, 3, 4)))).shape
     (2, 12)
+    >>> flatten(dg.tensor(np.zeros((2, 3))), 5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    numpy.exceptions.AxisError: flatten: dimension 5 is out of range for a 2-d input (expected in [-2, 1]) ...
     """
     shape = _shape(x)
-    n = len(shape)
-    s, e = start_dim % n if n else 0, end_dim % n if n else 0
+    n = max(len(shape), 1)
+    s, e = _dim(start_dim, n, "flatten", x), _dim(end_dim, n, "flatten", x)
+    if s > e:
+        raise user_error(ValueError, "flatten", f"start_dim {start_dim} comes after end_dim {end_dim}", x)
+    if not shape:
+        return reshape(x, (1,))
     middle = shape[s:e + 1]
     size = None if None in middle else int(np.prod(middle, dtype=np.int64))
     new = list(shape[:s]) + [size] + list(shape[e + 1:])
     if new.count(None) > 1:
-        raise ValueError(f"flatten: cannot flatten shape {shape} with several unknown sizes at {user_line()}")
+        raise user_error(ValueError, "flatten", f"cannot flatten shape {shape} with several unknown sizes", x)
     return reshape(x, tuple(-1 if k is None else k for k in new))
 
 
@@ -108,8 +153,13 @@ def linear(x, weight, bias=None):
     tensor([[3.5, 2. ]])
     """
     xs, ws = _shape(x), _shape(weight)
+    if len(ws) != 2:
+        raise user_error(ValueError, "linear", f"weight must have shape (out_features, in_features), got {ws}",
+                         x, weight)
     if not xs or xs[-1] != ws[-1]:
-        raise shape_error("linear", f"(..., {ws[-1]})", xs)
+        raise shape_error("linear", f"(..., {ws[-1]})", xs, x, weight)
+    if bias is not None and _shape(bias) != () and not _fits(_shape(bias), (ws[0],)):
+        raise user_error(ValueError, "linear", f"bias must have shape ({ws[0]},), got {_shape(bias)}", x, weight, bias)
     return _linear_op(x, weight, bias)  # one primitive node (see ops/nn.py)
 
 
@@ -183,27 +233,29 @@ def _windows(x, kernel, stride, dilation, pads, fill, where):
     top, bottom, left, right = pads
     extent = (dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1)
     if h is None or w is None or h + top + bottom < extent[0] or w + left + right < extent[1]:
-        raise ValueError(f"{where}: the input's spatial size {(h, w)} with padding {(top + bottom, left + right)} is "
-                         f"smaller than the kernel's extent {extent} at {user_line()}")
+        raise user_error(ValueError, where, f"the input's spatial size {(h, w)} with padding "
+                         f"{(top + bottom, left + right)} is smaller than the kernel's extent {extent}", x)
     return _window_ops(tuple(kernel), tuple(stride), tuple(dilation), tuple(pads), fill).apply(x)
 
 
-def _conv_padding(padding, kernel, stride, dilation):
+def _conv_padding(padding, kernel, stride, dilation, where="conv2d"):
     """(top, bottom, left, right) from an int, a pair, 'valid' or 'same' (PyTorch's meanings: 'same'
     pads by dilation * (k - 1) in all, the odd one at the bottom/right, and needs stride 1)."""
     if isinstance(padding, str):
         if padding == "valid":
             return 0, 0, 0, 0
         if padding != "same":
-            raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+            raise user_error(ValueError, where, f"padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
         if stride != (1, 1):
-            raise ValueError(f"conv2d: padding='same' needs stride 1 (as in PyTorch), got stride {stride}")
+            raise user_error(ValueError, where, f"padding='same' needs stride 1 (as in PyTorch), got stride {stride}")
         pads = []
         for k, d in zip(kernel, dilation):
             total = d * (k - 1)
             pads += [total // 2, total - total // 2]
         return tuple(pads)
-    ph, pw = _pair(padding, "padding")
+    ph, pw = _pair(padding, "padding", where)
+    if min(ph, pw) < 0:
+        raise user_error(ValueError, where, f"padding {(ph, pw)} must not be negative")
     return ph, ph, pw, pw
 
 
@@ -221,19 +273,22 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (1, 1, 2, 2)
     """
     xs, ws = _shape(x), _shape(weight)
-    if len(ws) != 4:
-        raise ValueError(f"conv2d: weight must have shape (out_channels, in_channels / groups, kh, kw), got {ws}")
+    if len(ws) != 4 or None in ws or min(ws[0], ws[2], ws[3]) < 1:
+        raise user_error(ValueError, "conv2d", f"weight must have shape (out_channels, in_channels / groups, kh, kw) "
+                         f"with positive out_channels, kh and kw, got {ws}", x, weight)
     o, cg, kh, kw = ws
-    groups = int(groups)
+    groups = _int(groups, "groups", "conv2d")
     if groups < 1 or o % groups:
-        raise ValueError(f"conv2d: groups must be a positive divisor of the {o} output channels, got {groups} "
-                         f"at {user_line()}")
+        raise user_error(ValueError, "conv2d", f"groups must be a positive divisor of the {o} output channels, got "
+                         f"{groups}", x, weight)
     c = cg * groups
     if len(xs) != 4 or xs[1] != c:
-        raise shape_error("conv2d", f"(N, {c}, H, W)", xs)
+        raise shape_error("conv2d", f"(N, {c}, H, W)", xs, x, weight)
+    if bias is not None and not _fits(_shape(bias), (o,)):
+        raise user_error(ValueError, "conv2d", f"bias must have shape ({o},), got {_shape(bias)}", x, weight, bias)
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     if min(stride + dilation) < 1:
-        raise ValueError(f"conv2d: stride {stride} and dilation {dilation} must be positive at {user_line()}")
+        raise user_error(ValueError, "conv2d", f"stride {stride} and dilation {dilation} must be positive", x)
     pads = _conv_padding(padding, (kh, kw), stride, dilation)
     cols = _windows(x, (kh, kw), stride, dilation, pads, 0.0, "conv2d")  # (N, OH, OW, C, kh, kw), zero padding
     oh, ow = _shape(cols)[1:3]
@@ -262,6 +317,21 @@ def _pool_pads(size, kernel, stride, dilation, pad, ceil_mode):
     return pad, max(pad, (out - 1) * stride + extent - size - pad)
 
 
+def _pool_options(kernel_size, stride, padding, dilation, where):
+    """The pairs (kernel, stride, padding, dilation) of a max pooling, checked as PyTorch checks them."""
+    kh, kw = _pair(kernel_size, "kernel_size", where)
+    sh, sw = _pair(kernel_size if stride is None else stride, "stride", where)
+    ph, pw = _pair(padding, "padding", where)
+    dh, dw = _pair(dilation, "dilation", where)
+    if min(kh, kw, sh, sw, dh, dw) < 1:
+        raise user_error(ValueError, where, f"kernel_size {(kh, kw)}, stride {(sh, sw)} and dilation {(dh, dw)} must "
+                         f"be positive")
+    if min(ph, pw) < 0 or 2 * ph > kh or 2 * pw > kw:
+        raise user_error(ValueError, where, f"padding {(ph, pw)} must be non-negative and at most half the kernel "
+                         f"{(kh, kw)}")
+    return (kh, kw), (sh, sw), (ph, pw), (dh, dw)
+
+
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Max over windows of x (N, C, H, W), as `torch.nn.functional.max_pool2d`: the gradient goes
     to the first maximum of each window (PyTorch's choice), padding is -inf; `dilation` spaces the
@@ -276,16 +346,8 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     """
     xs = _shape(x)
     if len(xs) != 4:
-        raise shape_error("max_pool2d", "(N, C, H, W)", xs)
-    kh, kw = _pair(kernel_size, "kernel_size")
-    sh, sw = _pair(kernel_size if stride is None else stride, "stride")
-    ph, pw = _pair(padding, "padding")
-    dh, dw = _pair(dilation, "dilation")
-    if min(kh, kw, sh, sw, dh, dw) < 1:
-        raise ValueError(f"max_pool2d: kernel {(kh, kw)}, stride {(sh, sw)} and dilation {(dh, dw)} must be positive "
-                         f"at {user_line()}")
-    if 2 * ph > kh or 2 * pw > kw:
-        raise ValueError(f"max_pool2d: padding {(ph, pw)} must be at most half the kernel {(kh, kw)} at {user_line()}")
+        raise shape_error("max_pool2d", "(N, C, H, W)", xs, x)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_options(kernel_size, stride, padding, dilation, "max_pool2d")
     pads = (ph, ph, pw, pw)
     if ceil_mode and None not in xs[2:]:
         pads = _pool_pads(xs[2], kh, sh, dh, ph, True) + _pool_pads(xs[3], kw, sw, dw, pw, True)
@@ -310,7 +372,7 @@ def dropout(x, p=0.5, training=True, generator=None):
     tensor([2., 0., 0., 0.])
     """
     if not 0 <= p <= 1:
-        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+        raise user_error(ValueError, "dropout", f"p must be in [0, 1], got {p}", x)
     if not training or p == 0:
         return x
     from .init import _generator
@@ -344,13 +406,17 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     >>> layer_norm(dg.tensor([[1.0, 2.0, 3.0]]), (3,))
     tensor([[-1.22473569,  0.        ,  1.22473569]])
     """
-    if isinstance(normalized_shape, int):
+    if isinstance(normalized_shape, (int, np.integer)):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     xs = _shape(x)
     k = len(normalized_shape)
     if k == 0 or len(xs) < k or xs[len(xs) - k:] != normalized_shape:
-        raise shape_error("layer_norm", "(*, " + ", ".join(map(str, normalized_shape)) + ")", xs)
+        raise shape_error("layer_norm", "(*, " + ", ".join(map(str, normalized_shape)) + ")", xs, x)
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and not _fits(_shape(param), normalized_shape):
+            raise user_error(ValueError, "layer_norm", f"{name} must have the normalized shape {normalized_shape}, "
+                             f"got {_shape(param)}", x, param)
     axes = tuple(range(len(xs) - k, len(xs)))
     mu = mean(x, axis=axes, keepdims=True)
     out = (x - mu) / sqrt(var(x, axis=axes, keepdims=True) + eps)
@@ -368,6 +434,11 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     are given, updates them in place (`running = (1 - momentum) * running + momentum * batch`,
     with the unbiased variance). Otherwise normalises with the running stats.
 
+    All or nothing: every argument (shapes, dtypes, momentum, eps, the running stats' shapes and
+    writability) is checked before the running stats are touched, and they are updated only
+    once the output is computed. An empty batch (N = 0) gives an empty output and leaves them
+    unchanged, as PyTorch.
+
     >>> import dagrad as dg, numpy as np
     >>> rm, rv = np.zeros(2), np.ones(2)
     >>> y = batch_norm(dg.tensor([[1.0, 2.0], [3.0, 6.0]]), rm, rv, training=True)
@@ -376,40 +447,77 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     """
     xs = _shape(x)
     if len(xs) not in (2, 3):
-        raise shape_error("batch_norm", "(N, C) or (N, C, L)", xs)
+        raise shape_error("batch_norm", "(N, C) or (N, C, L)", xs, x)
+    if dtype_of(x).kind != "f":
+        raise user_error(TypeError, "batch_norm", f"the input must be floating point, got dtype {dtype_of(x)}", x)
+    c = xs[1]
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                       ("bias", bias)):
+        if stat is not None and not _fits(_shape(stat), (c,)):
+            raise user_error(ValueError, "batch_norm", f"{name} must hold one value per channel, shape ({c},), got "
+                             f"{_shape(stat)}", x, stat)
+    if not isinstance(eps, (int, float, np.integer, np.floating)) or not eps > 0:
+        raise user_error(ValueError, "batch_norm", f"eps must be a positive number, got {eps!r}", x)
     axes = (0,) if len(xs) == 2 else (0, 2)
-    stat_shape = (1, xs[1]) if len(xs) == 2 else (1, xs[1], 1)
+    stat_shape = (1, c) if len(xs) == 2 else (1, c, 1)
+    count = int(np.prod([xs[a] for a in axes])) if None not in xs else None
+    updates = ()
     if training:
-        count = int(np.prod([xs[a] for a in axes])) if None not in xs else None
         if count == 1:
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input of shape "
-                             f"{xs} at {user_line()}")
-        mu = mean(x, axis=axes, keepdims=True)
-        v = var(x, axis=axes, keepdims=True)
+            raise user_error(ValueError, "batch_norm", f"expected more than 1 value per channel when training, got "
+                             f"input of shape {xs}", x)
         if running_mean is not None or running_var is not None:
+            if not isinstance(momentum, (int, float, np.integer, np.floating)) or not 0 <= momentum <= 1:
+                raise user_error(ValueError, "batch_norm", f"momentum must be a number in [0, 1], got {momentum!r}", x)
             if not _is_concrete(x):
-                raise NotImplementedError(f"batch_norm: updating running statistics needs concrete values (eager "
-                                          f"or transforms), not a static graph node (at {user_line()})")
-            m = momentum
-            if running_mean is not None:
-                target = running_mean.value if isinstance(running_mean, Tensor) else running_mean
-                target *= 1 - m
-                target += m * _values(mu).reshape(-1)
-            if running_var is not None:
-                target = running_var.value if isinstance(running_var, Tensor) else running_var
-                target *= 1 - m
-                target += m * _values(v).reshape(-1) * (count / (count - 1))
+                raise user_error(NotImplementedError, "batch_norm", "updating running statistics needs concrete "
+                                 "values (eager or transforms), not a static graph node", x)
+            updates = tuple((_writable(stat, name), ddof) for name, stat, ddof in
+                            (("running_mean", running_mean, None), ("running_var", running_var, 1))
+                            if stat is not None)
+        if count == 0:  # an empty batch: nothing to normalise, and nothing learnt about the data
+            mu = v = None
+        else:
+            mu = mean(x, axis=axes, keepdims=True)
+            v = var(x, axis=axes, keepdims=True)
     else:
         if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: evaluation mode needs running_mean and running_var")
+            raise user_error(ValueError, "batch_norm", "evaluation mode needs running_mean and running_var", x)
         mu = reshape(running_mean, stat_shape)
         v = reshape(running_var, stat_shape)
-    out = (x - mu) / sqrt(v + eps)
+    out = x if mu is None else (x - mu) / sqrt(v + eps)
     if weight is not None:
         out = out * reshape(weight, stat_shape)
     if bias is not None:
         out = out + reshape(bias, stat_shape)
+    if updates and count != 0:  # the output is computed: nothing can fail any more
+        batch = {None: _values(mu).reshape(-1), 1: _values(v).reshape(-1) * (count / (count - 1))}
+        for (stat, target), ddof in updates:
+            target *= 1 - momentum
+            target += momentum * batch[ddof]
+            if stat is not None:
+                mark_written(stat)
     return out
+
+
+def _writable(stat, name):
+    """(the Tensor or None, the array to update in place) for a running statistic, checked first."""
+    if isinstance(stat, Tensor):
+        if is_symbolic(stat) or stat._level:
+            raise user_error(TypeError, "batch_norm", f"{name} must be an eager Tensor or a NumPy array to update in "
+                             f"place, got a traced or static-graph value", stat)
+        target = stat._value
+    elif isinstance(stat, np.ndarray):
+        stat, target = None, stat
+    else:
+        raise user_error(TypeError, "batch_norm", f"{name} must be a Tensor or a NumPy array to update in place, got "
+                         f"{type(stat).__name__}")
+    if type(target) is not np.ndarray or target.dtype.kind != "f" or not target.flags.writeable:
+        got = (type(target).__name__ if type(target) is not np.ndarray else
+               f"a {'' if target.flags.writeable else 'read-only '}{target.dtype} array")
+        raise user_error(TypeError, "batch_norm", f"{name} must be a writable floating-point NumPy array to update "
+                         f"in place, got {got}", target)
+    return stat, target
 
 
 def embedding(indices, weight):
@@ -421,46 +529,61 @@ def embedding(indices, weight):
             [0., 1.]])
     """
     if not _is_concrete(indices):
-        raise NotImplementedError(f"embedding: indices must be concrete (an array or eager tensor) at {user_line()}")
+        raise user_error(NotImplementedError, "embedding", "indices must be concrete (an array or eager tensor), not "
+                         "a static graph node", indices)
     idx = _values(indices)
     n = _shape(weight)[0]
     if idx.dtype.kind not in "iu":
-        raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype} at {user_line()}")
+        raise user_error(TypeError, "embedding", f"indices must be integers, got dtype {idx.dtype}", idx)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError(f"embedding: indices must be in [0, {n - 1}], got values from {idx.min()} to {idx.max()} "
-                         f"at {user_line()}")
+        raise user_error(IndexError, "embedding", f"indices must be in [0, {n - 1}], got values from {idx.min()} to "
+                         f"{idx.max()}", idx, weight)
     return getitem(weight, idx)
 
 
 # -- losses
 def _class_targets(target, n_classes, where, ignore_index=None):
     """(integer targets as a concrete array, each a class in range or equal to `ignore_index`;
-    whether any equals ignore_index), or (None, None) when the targets are symbolic."""
+    whether any equals ignore_index), or (None, None) when the targets are symbolic (a static
+    graph's or dg.compile's: `_checked_labels` checks them when they arrive)."""
     if not _is_concrete(target):
+        if dtype_of(target).kind not in "iu":
+            raise user_error(TypeError, where, f"class-index targets must be integers, got dtype {dtype_of(target)}",
+                             target)
         return None, None
     t = _values(target)
     if t.dtype.kind not in "iu":
-        raise TypeError(f"{where}: class-index targets must be integers, got dtype {t.dtype} at {user_line()}")
+        raise user_error(TypeError, where, f"class-index targets must be integers, got dtype {t.dtype}", t)
     # one reduction instead of min and max: read as unsigned, a negative label is larger than any class
     if t.size and t.view(t.dtype.str.replace("i", "u")).max() >= n_classes:
         bad = t[((t < 0) | (t >= n_classes)) & (t != ignore_index)]
         if bad.size:
-            raise IndexError(f"{where}: target labels must be class indices in [0, {n_classes - 1}] (the input has "
-                             f"{n_classes} classes), got {bad.ravel()[0]} at {user_line()}")
+            raise user_error(IndexError, where, f"target labels must be class indices in [0, {n_classes - 1}] (the "
+                             f"input has {n_classes} classes), got {bad.ravel()[0]}", t)
         return t, True
     return t, ignore_index is not None and 0 <= ignore_index < n_classes and bool((t == ignore_index).any())
+
+
+def _checked_labels(target, n_classes, ignore_index, where):
+    """Symbolic class labels passed through a node that raises IndexError at run time (in Session.run or
+    compiled code) when one is outside [0, C-1] and not ignore_index: the one-hot built from them
+    would otherwise silently drop that row."""
+    if n_classes is None:
+        raise user_error(ValueError, where, "the number of classes (the input's class axis) must be known when "
+                         "the graph is built", target)
+    return apply(CLASS_LABELS, (target,), {"classes": int(n_classes), "ignore_index": int(ignore_index)})
 
 
 def _rows_of_indices(input, target, reduction, where, ignore_index=-100):
     """The checked integer targets when `input` is (N, C) with N class indices none of which is
     ignore_index, and a known reduction (the case one `nll_loss` node computes), else None."""
     xs = _shape(input)
-    if not (len(xs) == 2 and xs[1] is not None and reduction in ("mean", "sum", "none")
+    if not (len(xs) == 2 and xs[1] is not None and reduction in _REDUCTIONS
             and dtype_of(target).kind in "iu" and len(_shape(target)) == 1):
         return None
     if tuple(_shape(target)) != (xs[0],) and None not in (xs[0], _shape(target)[0]):
-        raise ValueError(f"{where}: target of shape {tuple(_shape(target))} does not match the input's "
-                         f"batch shape ({xs[0]},) (input {xs}) at {user_line()}")
+        raise user_error(ValueError, where, f"target of shape {tuple(_shape(target))} does not match the input's "
+                         f"batch shape ({xs[0]},) (input {xs})", input, target)
     checked, ignored = _class_targets(target, xs[1], where, ignore_index)
     if checked is None or ignored:
         return None  # ignored labels (or symbolic ones, which may be) take the general form
@@ -471,7 +594,7 @@ def _classes_last(x, where):
     """(N, C, d1, ...) -> (N, d1, ..., C); (N, C) and (C,) as they are. Returns x and C."""
     xs = _shape(x)
     if not xs:
-        raise ValueError(f"{where}: input must have a class axis, got a 0-d input at {user_line()}")
+        raise user_error(ValueError, where, "input must have a class axis, got a 0-d input", x)
     if len(xs) > 2:
         x = transpose(x, (0,) + tuple(range(2, len(xs))) + (1,))
     return x, xs[-1] if len(xs) == 1 else xs[1]
@@ -479,11 +602,11 @@ def _classes_last(x, where):
 
 def _check_weight(weight, c, where):
     if isinstance(weight, str):
-        raise TypeError(f"{where}: the third argument is the class weight (as in PyTorch), got {weight!r}; pass "
-                        f"the reduction by keyword, reduction={weight!r} (at {user_line()})")
+        raise user_error(TypeError, where, f"the third argument is the class weight (as in PyTorch), got {weight!r}; "
+                         f"pass the reduction by keyword, reduction={weight!r}")
     if weight is not None and tuple(_shape(weight)) != (c,):
-        raise ValueError(f"{where}: weight must hold one value per class, shape ({c},), got "
-                         f"{tuple(_shape(weight))} at {user_line()}")
+        raise user_error(ValueError, where, f"weight must hold one value per class, shape ({c},), got "
+                         f"{tuple(_shape(weight))}", weight)
 
 
 def _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing, where):
@@ -495,10 +618,10 @@ def _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing
     _check_weight(weight, c, where)
     expected, tshape = _shape(logp)[:-1], _shape(target)
     if tuple(tshape) != tuple(expected) and None not in tuple(expected) + tuple(tshape):
-        raise ValueError(f"{where}: target of shape {tuple(tshape)} does not match the input's batch shape "
-                         f"{tuple(expected)} (input {_shape(logp)}) at {user_line()}")
+        raise user_error(ValueError, where, f"target of shape {tuple(tshape)} does not match the input's batch shape "
+                         f"{tuple(expected)} (input {_shape(logp)})", logp, target)
     checked, _ = _class_targets(target, c, where, ignore_index)
-    target = target if checked is None else checked
+    target = _checked_labels(target, c, ignore_index, where) if checked is None else checked
     counted = not_equal(target, ignore_index)
     one_hot = equal(expand_dims(_where(counted, target, 0), -1), np.arange(c))
     zero = np.zeros((), dtype_of(logp))
@@ -516,18 +639,24 @@ def _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing
             loss = sum(loss) / sum(target_weight)
         elif reduction == "sum":
             loss = sum(loss)
-        elif reduction != "none":
-            raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         reduced.append(loss)
     if not label_smoothing:
         return reduced[0]
     return (1 - label_smoothing) * reduced[0] + (label_smoothing / c) * reduced[1]
 
 
+def _check_ignore_index(ignore_index, where):
+    if type(ignore_index) is not int:
+        ignore_index = _int(ignore_index, "ignore_index", where)
+    return ignore_index
+
+
 def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of integer `target` under log-probabilities `input` (N, C) (or (C,), or
     (N, C, d...)), as `torch.nn.functional.nll_loss`: `weight` (C,) scales each class, targets equal
     to `ignore_index` count for nothing, and the mean divides by the summed weights of the rest.
+    A label outside [0, C-1] (other than ignore_index) raises IndexError: at once for an array,
+    when the graph runs for a static graph's or dg.compile's.
 
     >>> import dagrad as dg, numpy as np
     >>> logp = dg.tensor(np.log([[0.5, 0.5], [0.25, 0.75]]))
@@ -536,6 +665,8 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
     >>> nll_loss(logp, np.array([0, -100])).item()  # the second row is ignored  # doctest: +ELLIPSIS
     0.693...
     """
+    _check_reduction(reduction, "nll_loss")
+    ignore_index = _check_ignore_index(ignore_index, "nll_loss")
     if weight is None:
         indices = _rows_of_indices(input, target, reduction, "nll_loss", ignore_index)
         if indices is not None:
@@ -550,9 +681,10 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     `ignore_index` count for nothing, and `label_smoothing` mixes the target with the uniform
     distribution over the C classes.
 
-    Computed through `log_softmax`, so large logits stay finite. Labels outside [0, C-1]
-    (other than ignore_index) raise an IndexError that names the range. In a static graph the
-    target may be an integer placeholder (a one-hot mask is built with dagrad ops).
+    Computed through `log_softmax`, so large logits stay finite and exact. Labels outside [0, C-1]
+    (other than ignore_index) raise an IndexError that names the range: at once for an array, when
+    the graph runs for a static graph's integer placeholder or dg.compile's argument (a node checks
+    them on the way into the one-hot mask built with dagrad ops).
 
     >>> import dagrad as dg, numpy as np
     >>> x = dg.tensor([[1000.0, 0.0], [0.0, 0.0]], requires_grad=True)
@@ -563,31 +695,44 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     >>> round(cross_entropy(x, np.array([0, 1]), label_smoothing=0.1).item(), 4)
     25.3466
     """
+    _check_reduction(reduction, "cross_entropy")
+    ignore_index = _check_ignore_index(ignore_index, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing} at {user_line()}")
+        raise user_error(ValueError, "cross_entropy", f"label_smoothing must be in [0, 1], got {label_smoothing}")
     xs = _shape(input)
     axis = -1 if len(xs) == 1 else 1
     if weight is None and not label_smoothing:
         indices = _rows_of_indices(input, target, reduction, "cross_entropy", ignore_index)
         if indices is not None:
             return _nll_op(log_softmax(input, axis=1), indices, reduction)  # two primitive nodes
-    logp = log_softmax(input, axis=axis)
+    if not xs:
+        raise user_error(ValueError, "cross_entropy", "input must have a class axis, got a 0-d input", input)
     if dtype_of(target).kind != "f":
-        return _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing, "cross_entropy")
+        _classes_last(input, "cross_entropy")
+        return _weighted_nll(log_softmax(input, axis=axis), target, weight, ignore_index, reduction, label_smoothing,
+                             "cross_entropy")
     # class probabilities
     if ignore_index != -100:
-        raise ValueError(f"cross_entropy: ignore_index applies to class-index targets, not to probabilities "
-                         f"(as in PyTorch) at {user_line()}")
+        raise user_error(ValueError, "cross_entropy", "ignore_index applies to class-index targets, not to "
+                         "probabilities (as in PyTorch)", input, target)
     if _shape(target) != xs:
-        raise ValueError(f"cross_entropy: probability targets must have the input's shape {xs}, got "
-                         f"{_shape(target)} at {user_line()}")
+        raise user_error(ValueError, "cross_entropy", f"probability targets must have the input's shape {xs}, got "
+                         f"{_shape(target)}", input, target)
     c = xs[axis]
     _check_weight(weight, c, "cross_entropy")
+    logp = log_softmax(input, axis=axis)
     if label_smoothing:
         target = target * (1 - label_smoothing) + label_smoothing / c
     if weight is not None:
         logp = logp * reshape(weight, (c,) + (1,) * (len(xs) - 2)) if len(xs) > 2 else logp * weight
     return _reduce(-sum(logp * target, axis=axis), reduction, "cross_entropy")
+
+
+def _same_shapes(input, target, where):
+    xs, ts = _shape(input), _shape(target)
+    if xs != ts and None not in xs + ts:
+        raise user_error(ValueError, where, f"input shape {xs} and target shape {ts} differ (as in PyTorch, the "
+                         f"target must have the input's shape)", input, target)
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -597,32 +742,28 @@ def mse_loss(input, target, reduction="mean"):
     >>> mse_loss(dg.tensor([1.0, 2.0]), dg.tensor([0.0, 0.0]))
     tensor(2.5)
     """
-    if None not in _shape(input) + _shape(target) and _shape(input) != _shape(target):
-        raise ValueError(f"mse_loss: input shape {_shape(input)} and target shape {_shape(target)} differ "
-                         f"at {user_line()}")
+    _check_reduction(reduction, "mse_loss")
+    _same_shapes(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, reduction, "mse_loss")
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
-    """-(t log p + (1 - t) log(1 - p)) for probabilities `input`; each log is clamped at -100, as PyTorch.
+    """-(t log p + (1 - t) log(1 - p)) for probabilities `input` in [0, 1], as PyTorch: each log is
+    clamped at -100, and the gradient is PyTorch's, finite at p = 0 and 1 (one primitive node,
+    see `dagrad.ops.nn`); `weight` scales each element.
 
     >>> import dagrad as dg
     >>> round(binary_cross_entropy(dg.tensor([0.9, 0.2]), dg.tensor([1.0, 0.0])).item(), 4)
     0.1643
+    >>> p = dg.tensor(40.0, requires_grad=True)
+    >>> binary_cross_entropy(dg.sigmoid(p), dg.tensor(1.0)).backward()
+    >>> p.grad  # p(1 - p) rounds to 0 here: its clamp keeps the gradient finite (PyTorch's 0 too)
+    tensor(0.)
     """
-    if None not in _shape(input) + _shape(target) and _shape(input) != _shape(target):
-        raise ValueError(f"binary_cross_entropy: input shape {_shape(input)} and target shape {_shape(target)} "
-                         f"differ at {user_line()}")
-    if _is_concrete(input):
-        v = _values(input)
-        if v.size and (v.min() < 0 or v.max() > 1):
-            raise ValueError(f"binary_cross_entropy: input must be probabilities in [0, 1], got values from "
-                             f"{v.min()} to {v.max()} at {user_line()}")
-    log_p = maximum(log(clip(input, 0.0, 1.0)), -100.0)
-    log_q = maximum(log(1.0 - clip(input, 0.0, 1.0)), -100.0)
-    loss = -(target * log_p + (1.0 - target) * log_q)
+    _check_reduction(reduction, "binary_cross_entropy")
+    _same_shapes(input, target, "binary_cross_entropy")
+    loss = _bce_op(input, target)  # raises ValueError for an input outside [0, 1]
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy")
-

@@ -12,16 +12,23 @@ draw from this module's default generator, which `manual_seed(n)` resets, so
 True
 
 (the layers' default initialisations and `Dropout` draw from the same default generator).
+
+Filling a Tensor counts as an in-place write (its version counter is bumped, so a backward pass
+through a value saved before raises). The kaiming initialisers leave a tensor with no elements as
+it is, with PyTorch's warning, so that layers with a zero size (`Linear(0, 3)`) can be made, as in
+PyTorch.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+import warnings
 
 import numpy as np
 
-from .._core.tensor import Tensor
+from .._core.errors import user_error
+from .._core.tensor import Tensor, mark_written
 
 __all__ = [
     "manual_seed", "default_generator", "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
@@ -56,18 +63,37 @@ def _generator(generator):
     return generator
 
 
-def _array(t):
+def _array(t, where="dg.nn.init"):
+    """The array to fill: a Tensor's own (an eager one: a traced or static-graph value has none) or a
+    writable floating-point NumPy array."""
     if isinstance(t, Tensor):
-        return t.value
-    if isinstance(t, np.ndarray):
-        return t
-    raise TypeError(f"dg.nn.init: expected a Tensor or NumPy array to fill, got {type(t).__name__}")
+        if t._level or t._symbolic:
+            raise user_error(TypeError, where, "expected an eager Tensor or a NumPy array to fill, got a value traced "
+                             "by a transform or a static graph's node", t)
+        arr = t._value
+    elif isinstance(t, np.ndarray):
+        arr = t
+    else:
+        raise user_error(TypeError, where, f"expected a Tensor or NumPy array to fill, got {type(t).__name__}")
+    if type(arr) is np.ndarray and not arr.flags.writeable:
+        raise user_error(ValueError, where, "the array to fill is read-only", arr)
+    return arr
 
 
 def _fill(t, values):
     arr = _array(t)
     arr[...] = values
+    if isinstance(t, Tensor):
+        mark_written(t)
     return t
+
+
+def _empty(t):
+    """Whether t has no elements (then a kaiming initialiser does nothing, with PyTorch's warning)."""
+    if _array(t).size:
+        return False
+    warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
+    return True
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -89,13 +115,14 @@ def calculate_gain(nonlinearity, param=None):
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+    raise user_error(ValueError, "calculate_gain", f"unsupported nonlinearity {nonlinearity!r}")
 
 
 def _fans(t):
     shape = _array(t).shape
     if len(shape) < 2:
-        raise ValueError(f"dg.nn.init: fan in and fan out need a tensor of 2 or more dimensions, got shape {shape}")
+        raise user_error(ValueError, "dg.nn.init", f"fan in and fan out need a tensor of 2 or more dimensions, got "
+                         f"shape {shape}", t)
     receptive = int(np.prod(shape[2:], dtype=np.int64)) if len(shape) > 2 else 1
     return shape[1] * receptive, shape[0] * receptive
 
@@ -161,6 +188,8 @@ def xavier_uniform_(t, gain=1.0, generator=None):
     True
     """
     fan_in, fan_out = _fans(t)
+    if not fan_in + fan_out:
+        return t  # no elements to fill
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(t, -a, a, generator)
 
@@ -174,15 +203,17 @@ def xavier_normal_(t, gain=1.0, generator=None):
     1.0
     """
     fan_in, fan_out = _fans(t)
+    if not fan_in + fan_out:
+        return t  # no elements to fill
     return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
 def _kaiming_std(t, a, mode, nonlinearity):
     fan_in, fan_out = _fans(t)
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"kaiming: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+        raise user_error(ValueError, "kaiming", f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan = fan_in if mode == "fan_in" else fan_out
-    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan) if fan else 0.0  # no fan: no elements to fill
 
 
 def kaiming_uniform_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -195,6 +226,8 @@ def kaiming_uniform_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generat
     True
     """
     bound = math.sqrt(3.0) * _kaiming_std(t, a, mode, nonlinearity)
+    if _empty(t):
+        return t
     return uniform_(t, -bound, bound, generator)
 
 
@@ -206,4 +239,7 @@ def kaiming_normal_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generato
     >>> round(float(w.std() * np.sqrt(300 / 2)), 1)
     1.0
     """
-    return normal_(t, 0.0, _kaiming_std(t, a, mode, nonlinearity), generator)
+    std = _kaiming_std(t, a, mode, nonlinearity)
+    if _empty(t):
+        return t
+    return normal_(t, 0.0, std, generator)

@@ -1,7 +1,8 @@
 """The layers of `dg.nn`, with PyTorch's default initialisations.
 
-Layers hold float64 parameters unless given `dtype=`. Each checks its input's shape and
-names itself, the expected and the actual shape at the user's line when it is wrong.
+Layers hold float64 parameters unless given `dtype=`. Each checks its options when it is made
+(sizes, kernels, strides, probabilities: a ValueError or TypeError naming the layer), and its
+input's shape when called, naming itself, the expected and the actual shape at the user's line.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import math
 
 import numpy as np
 
-from .._core.tensor import Tensor
+from .._core.errors import user_error
+from .._core.tensor import Tensor, mark_written
 from ..ops.nn import linear as _linear_op
 from . import functional as F
 from . import init
@@ -30,6 +32,29 @@ def _empty(shape, dtype):
     return Parameter(np.zeros(shape, dtype=dtype or np.float64))
 
 
+def _size(value, name, layer, minimum=0):
+    """A size option as an int of at least `minimum`: a float (2.5 would be truncated), a bool or a
+    smaller value is refused, naming the layer."""
+    value = F._int(value, name, layer)
+    if value < minimum:
+        raise user_error(ValueError, layer, f"{name} must be {'non-negative' if minimum == 0 else 'positive'}, got "
+                         f"{value}")
+    return value
+
+
+def _probability(p, name, layer):
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0 <= p <= 1:
+        raise user_error(ValueError, layer, f"{name} must be a number in [0, 1], got {p!r}")
+    return p
+
+
+def _positive_number(value, name, layer):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not value > 0:
+        raise user_error(ValueError, layer, f"{name} must be a positive number, got {value!r}")
+    return value
+
+
 class Linear(Module):
     """y = x @ weight.T + bias; weight (out_features, in_features) from kaiming_uniform(a=sqrt(5)),
     bias from U(-1/sqrt(in_features), 1/sqrt(in_features)), as PyTorch.
@@ -42,12 +67,13 @@ class Linear(Module):
     (1, 2)
     >>> layer(dg.tensor([[1.0, 2.0]]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: Linear(in_features=3, out_features=2, bias=True): expected input of shape (..., 3), got (1, 2) at ...
+    ValueError: Linear(in_features=3, out_features=2, bias=True): expected input of shape (..., 3), got (1, 2) ...
     """
 
     def __init__(self, in_features, out_features, bias=True, dtype=None, generator=None):
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features = _size(in_features, "in_features", "Linear")
+        self.out_features = _size(out_features, "out_features", "Linear")
         self.weight = _empty((self.out_features, self.in_features), dtype)
         self.bias = _empty((self.out_features,), dtype) if bias else None
         self.reset_parameters(generator)
@@ -61,7 +87,7 @@ class Linear(Module):
     def forward(self, x):
         xs = _shape(x)
         if not xs or xs[-1] != self.in_features:
-            raise F.shape_error(repr(self), f"(..., {self.in_features})", xs)
+            raise F.shape_error(repr(self), f"(..., {self.in_features})", xs, x)
         return _linear_op(x, self.weight, self.bias)  # F.linear less its shape check, made above
 
     def extra_repr(self):
@@ -82,14 +108,21 @@ class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  dtype=None, generator=None):
         super().__init__()
-        self.in_channels, self.out_channels, self.groups = int(in_channels), int(out_channels), int(groups)
-        if self.groups < 1 or self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ValueError(f"Conv2d: groups ({groups}) must divide in_channels ({in_channels}) and out_channels "
-                             f"({out_channels})")
-        self.kernel_size = F._pair(kernel_size, "kernel_size")
-        self.stride = F._pair(stride, "stride")
-        self.padding = padding if isinstance(padding, str) else F._pair(padding, "padding")
-        self.dilation = F._pair(dilation, "dilation")
+        # PyTorch accepts most of these here and fails at the first call; checked now, where the mistake is
+        self.in_channels = _size(in_channels, "in_channels", "Conv2d")
+        self.out_channels = _size(out_channels, "out_channels", "Conv2d", minimum=1)
+        self.groups = _size(groups, "groups", "Conv2d", minimum=1)
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise user_error(ValueError, "Conv2d", f"groups ({groups}) must divide in_channels ({in_channels}) and "
+                             f"out_channels ({out_channels})")
+        self.kernel_size = F._pair(kernel_size, "kernel_size", "Conv2d")
+        self.stride = F._pair(stride, "stride", "Conv2d")
+        self.dilation = F._pair(dilation, "dilation", "Conv2d")
+        if min(self.kernel_size + self.stride + self.dilation) < 1:
+            raise user_error(ValueError, "Conv2d", f"kernel_size {self.kernel_size}, stride {self.stride} and dilation "
+                             f"{self.dilation} must be positive")
+        F._conv_padding(padding, self.kernel_size, self.stride, self.dilation, "Conv2d")  # checks it
+        self.padding = padding if isinstance(padding, str) else F._pair(padding, "padding", "Conv2d")
         self.weight = _empty((self.out_channels, self.in_channels // self.groups) + self.kernel_size, dtype)
         self.bias = _empty((self.out_channels,), dtype) if bias else None
         self.reset_parameters(generator)
@@ -104,7 +137,7 @@ class Conv2d(Module):
     def forward(self, x):
         xs = _shape(x)
         if len(xs) != 4 or xs[1] != self.in_channels:
-            raise F.shape_error(repr(self), f"(N, {self.in_channels}, H, W)", xs)
+            raise F.shape_error(repr(self), f"(N, {self.in_channels}, H, W)", xs, x)
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
@@ -127,6 +160,7 @@ class MaxPool2d(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         super().__init__()
+        F._pool_options(kernel_size, stride, padding, dilation, "MaxPool2d")  # checks them
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding = padding
@@ -136,7 +170,7 @@ class MaxPool2d(Module):
     def forward(self, x):
         xs = _shape(x)
         if len(xs) != 4:
-            raise F.shape_error(repr(self), "(N, C, H, W)", xs)
+            raise F.shape_error(repr(self), "(N, C, H, W)", xs, x)
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
     def extra_repr(self):
@@ -159,9 +193,7 @@ class Dropout(Module):
 
     def __init__(self, p=0.5, generator=None):
         super().__init__()
-        if not 0 <= p <= 1:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = p
+        self.p = _probability(p, "p", "Dropout")
         self.generator = generator
 
     def forward(self, x):
@@ -181,10 +213,12 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
+        if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(n) for n in normalized_shape)
-        self.eps = eps
+        self.normalized_shape = tuple(_size(n, "normalized_shape", "LayerNorm") for n in normalized_shape)
+        if not self.normalized_shape:
+            raise user_error(ValueError, "LayerNorm", "normalized_shape must have at least one dimension")
+        self.eps = _positive_number(eps, "eps", "LayerNorm")
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, dtype or np.float64))
@@ -196,7 +230,7 @@ class LayerNorm(Module):
         xs = _shape(x)
         k = len(self.normalized_shape)
         if len(xs) < k or tuple(xs[len(xs) - k:]) != self.normalized_shape:
-            raise F.shape_error(repr(self), "(*, " + ", ".join(map(str, self.normalized_shape)) + ")", xs)
+            raise F.shape_error(repr(self), "(*, " + ", ".join(map(str, self.normalized_shape)) + ")", xs, x)
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
@@ -217,8 +251,9 @@ class BatchNorm1d(Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
         super().__init__()
-        self.num_features = int(num_features)
-        self.eps, self.momentum = eps, momentum
+        self.num_features = _size(num_features, "num_features", "BatchNorm1d", minimum=1)
+        self.eps = _positive_number(eps, "eps", "BatchNorm1d")
+        self.momentum = None if momentum is None else _probability(momentum, "momentum", "BatchNorm1d")
         self.affine, self.track_running_stats = affine, track_running_stats
         dt = dtype or np.float64
         if affine:
@@ -231,18 +266,27 @@ class BatchNorm1d(Module):
             self.register_buffer("running_var", Tensor(np.ones(self.num_features, dt)))
             self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
         else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
 
     def forward(self, x):
         xs = _shape(x)
         if len(xs) not in (2, 3) or xs[1] != self.num_features:
-            raise F.shape_error(repr(self), f"(N, {self.num_features}) or (N, {self.num_features}, L)", xs)
-        use_batch = self.training or not self.track_running_stats
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked.value[...] += 1
-        return F.batch_norm(x, self.running_mean if self.track_running_stats else None,
-                            self.running_var if self.track_running_stats else None, self.weight, self.bias,
-                            use_batch, self.momentum, self.eps)
+            raise F.shape_error(repr(self), f"(N, {self.num_features}) or (N, {self.num_features}, L)", xs, x)
+        if not (self.training and self.track_running_stats):
+            return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                                not self.track_running_stats, 0.0, self.eps)
+        count = self.num_batches_tracked
+        momentum = self.momentum
+        if momentum is None:  # a cumulative average of the batches, as PyTorch's momentum=None
+            momentum = 1.0 / (int(count._value) + 1)
+        # F.batch_norm checks everything before it updates the running statistics, and the count
+        # follows only once it has succeeded (an empty batch counts, as in PyTorch)
+        out = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, True, momentum, self.eps)
+        count._value[...] += 1
+        mark_written(count)
+        return out
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -259,7 +303,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, dtype=None, generator=None):
         super().__init__()
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.num_embeddings = _size(num_embeddings, "num_embeddings", "Embedding")
+        self.embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding")
         self.weight = _empty((self.num_embeddings, self.embedding_dim), dtype)
         init.normal_(self.weight, generator=generator)
 
@@ -289,10 +334,12 @@ class Sequential(Module):
         super().__init__()
         for k, m in enumerate(modules):
             if not isinstance(m, Module):
-                raise TypeError(f"Sequential: argument {k} is a {type(m).__name__}, not a dg.nn.Module")
+                raise user_error(TypeError, "Sequential", f"argument {k} is a {type(m).__name__}, not a dg.nn.Module")
             setattr(self, str(k), m)
 
     def append(self, module):
+        if not isinstance(module, Module):
+            raise user_error(TypeError, "Sequential.append", f"expected a dg.nn.Module, got {type(module).__name__}")
         setattr(self, str(len(self._modules)), module)
         return self
 
@@ -360,7 +407,7 @@ class Flatten(Module):
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
-        self.start_dim, self.end_dim = start_dim, end_dim
+        self.start_dim, self.end_dim = F._int(start_dim, "start_dim", "Flatten"), F._int(end_dim, "end_dim", "Flatten")
 
     def forward(self, x):
         return F.flatten(x, self.start_dim, self.end_dim)

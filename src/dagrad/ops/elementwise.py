@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes
 from .._core.shapes import dtype_of as _dtype
@@ -42,10 +43,16 @@ def _power_rule_base(g, out, x, y):
 
 
 def _power_rule_exponent(g, out, x, y):
-    # d/dy x**y = x**y * log(x); PyTorch's convention: zero where x == 0
+    # d/dy x**y = x**y * log(x); PyTorch's convention: zero where x == 0 and y >= 0 (0**y is 0 or 1
+    # there), else x**y * log(x) as it stands: -inf at 0**-1 (inf * log(0)), NaN for x < 0
     if _is_number(x):  # a Python number stays weakly typed, so float32 stays float32
-        return g * 0 if x == 0 else g * (out * float(np.log(x)))
-    return g * where(x == 0, 0, out * log(where(x == 0, 1, x)))
+        if x != 0:
+            return g * (out * float(np.log(x)))
+        if _is_number(y):
+            return g * 0 if y >= 0 else g * -math.inf
+        return where(y >= 0, g * 0, g * -math.inf)
+    # where x == 0 and y >= 0, log(1) = 0 stands in for log(0) (out is 0 or 1 there: no 0 * inf)
+    return g * (out * log(where(logical_and(x == 0, y >= 0), 1, x)))
 
 
 power = _elementwise("power", np.power, (_power_rule_base, _power_rule_exponent), 2)
@@ -121,9 +128,20 @@ tan = _elementwise("tan", np.tan, (lambda g, out, x: g * (1 + out * out),), 1)
 arcsin = _elementwise("arcsin", np.arcsin, (lambda g, out, x: g / sqrt(1 - x * x),), 1)
 arccos = _elementwise("arccos", np.arccos, (lambda g, out, x: -g / sqrt(1 - x * x),), 1)
 arctan = _elementwise("arctan", np.arctan, (lambda g, out, x: g / (1 + x * x),), 1)
+
+
+def _arctan2_scale(y, x):
+    # 1 / (x*x + y*y), and 0 where that is infinite (at the origin), as PyTorch's atan2 backward:
+    # the gradient at (0, 0) is (0, -0), not NaN
+    r2 = x * x + y * y
+    origin = r2 == 0
+    scale = 1 / where(origin, 1, r2)
+    return where(logical_or(origin, logical_not(isfinite(scale))), 0, scale)
+
+
 arctan2 = _elementwise(
     "arctan2", np.arctan2,
-    (lambda g, out, y, x: g * x / (x * x + y * y), lambda g, out, y, x: -g * y / (x * x + y * y)), 2,
+    (lambda g, out, y, x: g * x * _arctan2_scale(y, x), lambda g, out, y, x: g * -y * _arctan2_scale(y, x)), 2,
 )
 hypot = _elementwise("hypot", np.hypot, (lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out), 2)
 sinh = _elementwise("sinh", np.sinh, (lambda g, out, x: g * cosh(x),), 1)
@@ -231,7 +249,7 @@ _clip = defop(
 def clip(x, a_min=None, a_max=None):
     """`x` limited to [a_min, a_max] (either may be None), as `np.clip`; the bounds may be tensors."""
     if a_min is None and a_max is None:
-        raise ValueError("clip: a_min and a_max cannot both be None")
+        raise user_error(ValueError, "clip", "a_min and a_max cannot both be None", x)
     return apply(_clip, (x, a_min, a_max))
 
 
@@ -261,20 +279,45 @@ _full_like = defop(
 )
 
 
+def _real_dtype(dtype, op, x):
+    """np.dtype(dtype), refused unless bool, integer or float: complex numbers are not supported yet,
+    and object or text arrays would carry values no op computes with."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as err:
+        raise user_error(TypeError, op, f"{dtype!r} is not a dtype ({err})", x) from None
+    if dtype.kind not in "biuf":
+        raise user_error(TypeError, op, f"dtype {dtype} is not supported (dagrad holds bool, integer and float "
+                         f"data; complex numbers are not supported yet)", x)
+    return dtype
+
+
 @public(_full_like)
 def full_like(x, fill_value, dtype=None):
-    """An array of `fill_value` with x's shape (and dtype unless given), as `np.full_like`."""
-    return apply(_full_like, (x,), {"fill_value": fill_value, "dtype": None if dtype is None else np.dtype(dtype)})
+    """An array of `fill_value` with x's shape (and dtype unless given), as `np.full_like`.
+
+    >>> full_like(np.zeros(2), 1.5)
+    array([1.5, 1.5])
+    """
+    if type(fill_value) not in (int, float, bool) and np.asarray(fill_value).dtype.kind not in "biuf":
+        raise user_error(TypeError, "full_like", f"the fill value must be a real number, got {fill_value!r} "
+                         f"(complex numbers are not supported yet)", x)
+    return _filled(x, fill_value, dtype, "full_like")
+
+
+def _filled(x, fill_value, dtype, op):
+    return apply(_full_like, (x,), {"fill_value": fill_value, "dtype": None if dtype is None else
+                                    _real_dtype(dtype, op, x)})
 
 
 def zeros_like(x, dtype=None):
     """Zeros with x's shape and dtype, as `np.zeros_like`."""
-    return full_like(x, 0, dtype)
+    return _filled(x, 0, dtype, "zeros_like")
 
 
 def ones_like(x, dtype=None):
     """Ones with x's shape and dtype, as `np.ones_like`."""
-    return full_like(x, 1, dtype)
+    return _filled(x, 1, dtype, "ones_like")
 
 
 # -- casting
@@ -293,8 +336,12 @@ _astype = defop(
 
 @public(_astype)
 def astype(x, dtype):
-    """`x` cast to `dtype`; casting to a non-float dtype cuts the gradient."""
-    dtype = np.dtype(dtype)
+    """`x` cast to `dtype` (bool, integer or float); casting to a non-float dtype cuts the gradient.
+
+    >>> astype(np.array([1.5, -2.0]), np.int64)
+    array([ 1, -2])
+    """
+    dtype = _real_dtype(dtype, "astype", x)
     if dtype.kind != "f":
         from .._core.tensor import Tensor
 

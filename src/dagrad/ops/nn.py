@@ -1,14 +1,17 @@
 """Softmax family (shifted by the maximum so inputs of 1e3 stay finite; `log_softmax` a primitive),
-and `linear` and `nll_loss`, primitives for speed."""
+`linear` and `nll_loss`, primitives for speed, and `binary_cross_entropy`, a primitive for its
+numerics at p = 0 and 1."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._core.op import apply, defop, public
-from .._core.shapes import dtype_of, normalize_axis, shape_of
+from .._core.op import Op, apply, defop, public
+from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
 from .._core.tensor import Tensor
-from .elementwise import equal, exp, isfinite, log, ones_like, stop_gradient, where
+from .elementwise import equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
 from .reduce import max, sum
 from .shape import expand_dims, getitem, reshape, transpose
@@ -24,9 +27,22 @@ def _constant_max(x, axes):
     return where(isfinite(shift), shift, 0)
 
 
+def _empty_reduction(x, axes):
+    """Whether an axis reduced over is known to be empty (there is no maximum to shift by)."""
+    shape = shape_of(x)
+    return any(shape[a] == 0 for a in (range(len(shape)) if axes is None else axes))
+
+
 def logsumexp(x, axis=None, keepdims=False):
-    """log(sum(exp(x))) over `axis`, finite for large inputs, as `scipy.special.logsumexp`."""
-    axes = normalize_axis(axis, len(np.shape(x)), "logsumexp")
+    """log(sum(exp(x))) over `axis`, finite for large inputs, as `scipy.special.logsumexp`; -inf
+    over an empty axis, as `torch.logsumexp`.
+
+    >>> float(logsumexp(np.array([1e16, 1e16])) - 1e16), logsumexp(np.zeros((2, 0)), axis=1)
+    (0.0, array([-inf, -inf]))
+    """
+    axes = normalize_axis(axis, len(shape_of(x)), "logsumexp")
+    if _empty_reduction(x, axes):
+        return sum(x, axis=axes, keepdims=keepdims) - math.inf  # log(0), without a divide-by-zero warning
     shift = _constant_max(x, axes)
     out = log(sum(exp(x - shift), axis=axes, keepdims=True)) + shift
     if keepdims:
@@ -36,8 +52,16 @@ def logsumexp(x, axis=None, keepdims=False):
 
 
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along `axis`, as `scipy.special.softmax` / `torch.softmax`."""
-    axes = normalize_axis(axis, len(np.shape(x)), "softmax")
+    """exp(x) / sum(exp(x)) along `axis`, as `scipy.special.softmax` / `torch.softmax` (an empty
+    axis gives an empty result).
+
+    >>> softmax(np.array([1e16, 1e16]))
+    array([0.5, 0.5])
+    """
+    axes = normalize_axis(axis, len(shape_of(x)), "softmax")
+    if _empty_reduction(x, axes):
+        e = exp(x)  # empty: nothing to shift
+        return e / sum(e, axis=axes, keepdims=True)
     e = exp(x - _constant_max(x, axes))
     return e / sum(e, axis=axes, keepdims=True)
 
@@ -46,10 +70,20 @@ def softmax(x, axis=-1):
 # does. The composite x - logsumexp(x) is eight nodes and recomputes the softmax going back.
 def _log_softmax_forward(x, axis):
     x = np.asarray(x)
+    if x.size == 0:  # an empty axis has no maximum: the result is empty, as PyTorch's
+        with np.errstate(divide="ignore"):
+            return x - np.log(np.exp(x).sum(axis=axis, keepdims=True))
     shift = x.max(axis=axis, keepdims=True)
     if not np.isfinite(shift).all():
         shift = np.where(np.isfinite(shift), shift, 0)
-    return x - (np.log(np.exp(x - shift).sum(axis=axis, keepdims=True)) + shift)  # logsumexp's order
+    # (x - max) - log(sum(exp(x - max))), PyTorch's order: x - (log(sum) + max) loses log(sum)
+    # (about 2e-9 for logits 1e8 and 1e8 - 20) when it is added to a large max
+    shifted = x - shift
+    lse = np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    if shifted.dtype != lse.dtype:  # integer logits
+        return shifted - lse
+    shifted -= lse  # a new array: subtracting in place saves an allocation
+    return shifted
 
 
 _log_softmax = defop(
@@ -63,10 +97,13 @@ _log_softmax = defop(
 
 @public(_log_softmax)
 def log_softmax(x, axis=-1):
-    """x - logsumexp(x) along `axis`, finite for large inputs, as `torch.log_softmax`.
+    """x - logsumexp(x) along `axis`, finite and exact for large inputs, as `torch.log_softmax`
+    (an empty axis gives an empty result).
 
     >>> log_softmax(np.array([0.0, np.log(3.0)])).round(4)
     array([-1.3863, -0.2877])
+    >>> log_softmax(np.array([1e16, 1e16])).round(4)
+    array([-0.6931, -0.6931])
     """
     return apply(_log_softmax, (x,), {"axis": normalize_axis(axis, len(shape_of(x)), "log_softmax")})
 
@@ -183,3 +220,50 @@ def nll_indices(logp, target, reduction="mean"):
     """Negative log-likelihood of (N, C) log-probabilities at N integer class indices (already checked)."""
     target = target if isinstance(target, Tensor) else np.asarray(target)
     return apply(_nll, (logp, target), {"reduction": reduction})
+
+
+# -- class labels checked when they arrive: in a static graph or dg.compile the labels are known only
+# at run time, and a label outside [0, C-1] would pick no class of the one-hot (its row would be
+# silently dropped), so a node checks them on the way in. Not in the op registry (like dropout's mask):
+# only the losses build it, on graph nodes; eager labels are checked before any op runs.
+def _class_labels(target, classes, ignore_index):
+    labels = np.asarray(target)
+    bad = ((labels < 0) | (labels >= classes)) & (labels != ignore_index)
+    if bad.any():
+        raise IndexError(f"target labels must be class indices in [0, {classes - 1}] (the input has {classes} "
+                         f"classes) or ignore_index ({ignore_index}), got {labels[bad].ravel()[0]}")
+    return target
+
+
+CLASS_LABELS = Op("class_labels", _class_labels, None, None, lambda target, classes, ignore_index: tuple(target),
+                  False)
+
+
+# -- binary cross-entropy of probabilities p against targets t, elementwise: one node, with PyTorch's
+# numerics. Each log is clamped at -100, so p = 0 or 1 gives a finite loss, and the derivative in p,
+# (p - t) / (p (1 - p)), has its denominator clamped at 1e-12 (in float32, PyTorch's constant), so
+# it is finite there too; composed of log and maximum, the gradient at p = 0 or 1 would be NaN.
+_BCE_EPS = float(np.float32(1e-12))
+
+
+def _binary_cross_entropy(p, t):
+    p = np.asarray(p)
+    if p.size and not (p.min() >= 0 and p.max() <= 1):  # NaN fails too, as in PyTorch
+        raise ValueError(f"the input must hold probabilities in [0, 1], got values from {p.min()} to {p.max()}")
+    with np.errstate(divide="ignore"):  # log(0) is clamped
+        return ((t - 1) * np.maximum(np.log1p(-p), -100) - t * np.maximum(np.log(p), -100))[()]
+
+
+def _bce_grad_input(g, out, p, t):
+    return g * ((p - t) / maximum(p * (1 - p), _BCE_EPS))
+
+
+def _bce_grad_target(g, out, p, t):
+    return g * (log1p(-p) - log(p))  # not clamped: +-inf at p = 0 or 1, as PyTorch
+
+
+_bce_rules = (_bce_grad_input, _bce_grad_target)
+binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
+                             shape=broadcast_shapes, nargs=2).function
+binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
+PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""
