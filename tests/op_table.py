@@ -247,10 +247,25 @@ for _reduction in ("mean", "sum", "none"):
          _nll_ref(_reduction), (5, 4), name=f"nll_loss(reduction={_reduction!r})",
          torch_ref=lambda p, r=_reduction: _nnf("nll_loss")(p, _t("tensor")(_CE_TARGET), reduction=r))
 
+# binary_cross_entropy is being added to ops/nn.py (issue 12): its row, once it is registered
+if "binary_cross_entropy" in dg.REGISTRY:
+    _bce = dg.REGISTRY["binary_cross_entropy"].function
+    for _shapes in [((2, 3), (2, 3)), ((2, 3), (3,))]:
+        case("binary_cross_entropy", lambda p, t: _bce(p, t), lambda p, t: -(t * np.log(p) + (1 - t) * np.log1p(-p)),
+             *_shapes, low=0.05, high=0.95)
+
 # -- shape
 case("reshape", lambda x: dg.reshape(x, (3, 2)), lambda x: x.reshape(3, 2), (2, 3),
      torch_ref=lambda x: x.reshape(3, 2))
 case("reshape", lambda x: x.reshape(2, -1), lambda x: x.reshape(2, -1), (6,), name="reshape -1")
+# NumPy integers as sizes and axes: accepted, and stored in the attrs as Python ints
+case("reshape", lambda x: dg.reshape(x, (np.int64(3), np.int32(-1))), lambda x: x.reshape(3, -1), (2, 3),
+     name="reshape(np.int64, np.int32)")
+case("transpose", lambda x: dg.transpose(x, (np.int64(2), 0, np.intp(-2))), lambda x: x.transpose(2, 0, 1), (2, 3, 4),
+     name="transpose(np.int64 axes)")
+case("sum", lambda x: dg.sum(x, axis=np.int64(-1)), lambda x: x.sum(axis=-1), (2, 3), name="sum(axis=np.int64(-1))")
+case("max", lambda x: dg.max(x, axis=(np.int64(0), 2)), lambda x: x.max(axis=(0, 2)), (2, 3, 4),
+     name="max(axis=(np.int64(0), 2))")
 case("transpose", lambda x: dg.transpose(x, (1, 0, 2)), lambda x: x.transpose(1, 0, 2), (2, 3, 4),
      torch_ref=lambda x: x.permute(1, 0, 2))
 case("transpose", lambda x: x.T, lambda x: x.T, (2, 3), name="x.T")

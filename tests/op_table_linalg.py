@@ -165,3 +165,17 @@ for _shape, _kw in [((4,), {"ord": 1}), ((4,), {"ord": np.inf}), ((4,), {"ord": 
     _tkw = {{"axis": "dim", "keepdims": "keepdim"}.get(k, k): v for k, v in _kw.items()}
     case("abs", lambda x, kw=_kw: dla.norm(x, **kw), lambda x, kw=_kw: np.linalg.norm(x, **kw), _shape,
          name=f"norm{_shape} {_kw}", torch_ref=lambda x, kw=_tkw: _torch().linalg.norm(x, **kw))
+
+# NumPy integers as axes, offsets and counts: accepted, the same values and derivatives as Python ints
+_I = np.int64
+case("getitem", lambda x: trace(x, _I(1), _I(2), _I(-3)), lambda x: np.trace(x, 1, 2, 0), (3, 4, 2),
+     name="trace(np.int64 offset and axes)")
+case("index_add", lambda x: diag(x, np.int32(-1)), lambda x: np.diag(x, -1), (3,), name="diag(x, np.int32(-1))")
+case("matmul", lambda a, b: tensordot(a, b, _I(1)), lambda a, b: np.tensordot(a, b, 1), (2, 3), (3, 2),
+     name="tensordot(axes=np.int64(1))")
+case("matmul", lambda a, b: tensordot(a, b, ([_I(0)], np.array([1]))), lambda a, b: np.tensordot(a, b, ([0], [1])),
+     (3, 2), (2, 3), name="tensordot(np.int64 axis pairs)")
+case("l2_norm", lambda x: dla.norm(x, axis=_I(-1)), lambda x: np.linalg.norm(x, axis=-1), (2, 3),
+     name="norm(axis=np.int64(-1))")
+case("abs", lambda x: dla.norm(x, ord=1, axis=(_I(1), np.intp(0))), lambda x: np.linalg.norm(x, ord=1, axis=(1, 0)),
+     (2, 3), name="norm(ord=1, np.int64 axis pair)")

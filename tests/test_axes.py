@@ -379,3 +379,20 @@ def test_extremum_method_of_an_empty_tensor_names_the_line():
     line = _here()
     with pytest.raises(ValueError, match=r"max: zero-size reduction over axis 1 of size 0") as info: t.max(axis=1)  # noqa: E701
     assert line in str(info.value)
+
+
+def test_numpy_integers_are_recorded_as_python_ints():
+    # the recorded attrs are what static graphs, the compile cache and generated source see
+    t = dg.tensor(np.ones((2, 3, 4)), requires_grad=True)
+    recorded = [
+        (dg.sum(t, axis=np.int64(1)), "axis", (1,)),
+        (dg.max(t, axis=(np.int32(-1), np.int64(0))), "axis", (0, 2)),
+        (dg.transpose(t, np.array([2, 0, 1])), "axes", (2, 0, 1)),
+        (dg.reshape(t, (np.int64(4), np.int64(-1))), "shape", (4, 6)),
+        (dg.broadcast_to(t, (np.uint8(5), 2, 3, 4)), "shape", (5, 2, 3, 4)),
+        (dg.cumsum(t, axis=np.array(2)), "axis", 2),
+    ]
+    for out, name, expected in recorded:
+        value = out.attrs[name]
+        assert value == expected, (out.op.name, value)
+        assert all(type(v) is int for v in (value if isinstance(value, tuple) else (value,))), (out.op.name, value)
