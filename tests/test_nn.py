@@ -932,3 +932,23 @@ def test_load_state_dict_errors_are_runtime_and_value_errors():
         layer.load_state_dict([("weight", np.ones((2, 2)))])
     for k, v in layer.state_dict().items():
         np.testing.assert_array_equal(v, before[k])
+
+
+def test_a_failing_loss_in_a_static_graph_builds_nothing():
+    with dg.Graph() as g:
+        z = dg.placeholder((None, 3), name="z")
+        t = dg.placeholder((None,), dtype="int64", name="t")
+        t2 = dg.placeholder((None, 2), dtype="int64", name="t2")
+        f = dg.placeholder((None,), name="f")
+        n = len(g)
+        for call, kind in [(lambda: F.cross_entropy(z, t, np.ones(4)), ValueError),
+                           (lambda: F.cross_entropy(z, t, label_smoothing=0.1, reduction="avg"), ValueError),
+                           (lambda: F.cross_entropy(z, t2), ValueError),
+                           (lambda: F.nll_loss(z, f), TypeError),
+                           (lambda: F.cross_entropy(z, np.array([0, 5])), IndexError),
+                           (lambda: F.binary_cross_entropy(z, np.ones(4)), ValueError),
+                           (lambda: F.flatten(z, 3), IndexError)]:
+            with pytest.raises(kind) as info:
+                call()
+            assert f"test_nn.py:{call.__code__.co_firstlineno}" in str(info.value)
+            assert len(g) == n, str(info.value)

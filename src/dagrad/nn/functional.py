@@ -581,7 +581,7 @@ def _rows_of_indices(input, target, reduction, where, ignore_index=-100):
     if not (len(xs) == 2 and xs[1] is not None and reduction in _REDUCTIONS
             and dtype_of(target).kind in "iu" and len(_shape(target)) == 1):
         return None
-    if tuple(_shape(target)) != (xs[0],) and None not in (xs[0], _shape(target)[0]):
+    if not _fits(_shape(target), (xs[0],)):
         raise user_error(ValueError, where, f"target of shape {tuple(_shape(target))} does not match the input's "
                          f"batch shape ({xs[0]},) (input {xs})", input, target)
     checked, ignored = _class_targets(target, xs[1], where, ignore_index)
@@ -590,11 +590,26 @@ def _rows_of_indices(input, target, reduction, where, ignore_index=-100):
     return checked
 
 
-def _classes_last(x, where):
-    """(N, C, d1, ...) -> (N, d1, ..., C); (N, C) and (C,) as they are. Returns x and C."""
+def _class_targets_of(x, target, weight, ignore_index, where):
+    """Checks class-index targets for input x (N, C, d...) or (C,), its class weight and the
+    targets' shape, before any node is built. Returns the targets: a checked array, or symbolic
+    ones passed through the node that checks them when the graph runs."""
     xs = _shape(x)
     if not xs:
         raise user_error(ValueError, where, "input must have a class axis, got a 0-d input", x)
+    c = xs[0] if len(xs) == 1 else xs[1]
+    _check_weight(weight, c, where)
+    expected, tshape = (xs[:1] + xs[2:] if len(xs) > 1 else ()), _shape(target)
+    if not _fits(tshape, expected):
+        raise user_error(ValueError, where, f"target of shape {tshape} does not match the input's batch shape "
+                         f"{expected} (input {xs})", x, target)
+    checked, _ = _class_targets(target, c, where, ignore_index)
+    return _checked_labels(target, c, ignore_index, where) if checked is None else checked
+
+
+def _classes_last(x):
+    """(N, C, d1, ...) -> (N, d1, ..., C); (N, C) and (C,) as they are. Returns x and C."""
+    xs = _shape(x)
     if len(xs) > 2:
         x = transpose(x, (0,) + tuple(range(2, len(xs))) + (1,))
     return x, xs[-1] if len(xs) == 1 else xs[1]
@@ -611,17 +626,10 @@ def _check_weight(weight, c, where):
 
 def _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing, where):
     """PyTorch's nll_loss with class weights and ignore_index, plus cross_entropy's label smoothing,
-    for log-probabilities (N, C, ...) or (C,) and integer targets, with dagrad ops (any order of
-    derivative; symbolic targets too). The mean divides by the summed weights of the targets that
-    count, as PyTorch does."""
-    logp, c = _classes_last(logp, where)
-    _check_weight(weight, c, where)
-    expected, tshape = _shape(logp)[:-1], _shape(target)
-    if tuple(tshape) != tuple(expected) and None not in tuple(expected) + tuple(tshape):
-        raise user_error(ValueError, where, f"target of shape {tuple(tshape)} does not match the input's batch shape "
-                         f"{tuple(expected)} (input {_shape(logp)})", logp, target)
-    checked, _ = _class_targets(target, c, where, ignore_index)
-    target = _checked_labels(target, c, ignore_index, where) if checked is None else checked
+    for log-probabilities (N, C, ...) or (C,) and integer targets (checked by `_class_targets_of`),
+    with dagrad ops (any order of derivative; symbolic targets too). The mean divides by the
+    summed weights of the targets that count, as PyTorch does."""
+    logp, c = _classes_last(logp)
     counted = not_equal(target, ignore_index)
     one_hot = equal(expand_dims(_where(counted, target, 0), -1), np.arange(c))
     zero = np.zeros((), dtype_of(logp))
@@ -671,6 +679,7 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
         indices = _rows_of_indices(input, target, reduction, "nll_loss", ignore_index)
         if indices is not None:
             return _nll_op(input, indices, reduction)  # one primitive node (see ops/nn.py)
+    target = _class_targets_of(input, target, weight, ignore_index, "nll_loss")
     return _weighted_nll(input, target, weight, ignore_index, reduction, 0.0, "nll_loss")
 
 
@@ -708,7 +717,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     if not xs:
         raise user_error(ValueError, "cross_entropy", "input must have a class axis, got a 0-d input", input)
     if dtype_of(target).kind != "f":
-        _classes_last(input, "cross_entropy")
+        target = _class_targets_of(input, target, weight, ignore_index, "cross_entropy")
         return _weighted_nll(log_softmax(input, axis=axis), target, weight, ignore_index, reduction, label_smoothing,
                              "cross_entropy")
     # class probabilities
@@ -730,7 +739,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
 
 def _same_shapes(input, target, where):
     xs, ts = _shape(input), _shape(target)
-    if xs != ts and None not in xs + ts:
+    if not _fits(xs, ts):
         raise user_error(ValueError, where, f"input shape {xs} and target shape {ts} differ (as in PyTorch, the "
                          f"target must have the input's shape)", input, target)
 

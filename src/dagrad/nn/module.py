@@ -229,7 +229,7 @@ class Module:
 
     # -- calling
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+        raise user_error(NotImplementedError, type(self).__name__, "the module does not define forward()")
 
     def __call__(self, *args, **kwargs):
         # All or nothing in static graphs, as `dg.static.graph.atomic()`: the nodes a failing call built
