@@ -95,6 +95,17 @@ def _dim(d, ndim, where, x):
     return d % ndim
 
 
+def _is_real(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _probability(p, name, where, *operands):
+    """p, a real number in [0, 1], or a ValueError naming `where` (a string or None is refused too)."""
+    if not _is_real(p) or not 0 <= p <= 1:
+        raise user_error(ValueError, where, f"{name} must be in [0, 1], got {p!r}", *operands)
+    return p
+
+
 _REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -371,8 +382,7 @@ def dropout(x, p=0.5, training=True, generator=None):
     >>> dropout(dg.tensor(np.ones(4)), 0.5, generator=np.random.default_rng(0))
     tensor([2., 0., 0., 0.])
     """
-    if not 0 <= p <= 1:
-        raise user_error(ValueError, "dropout", f"p must be in [0, 1], got {p}", x)
+    _probability(p, "p", "dropout", x)
     if not training or p == 0:
         return x
     from .init import _generator
@@ -456,7 +466,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         if stat is not None and not _fits(_shape(stat), (c,)):
             raise user_error(ValueError, "batch_norm", f"{name} must hold one value per channel, shape ({c},), got "
                              f"{_shape(stat)}", x, stat)
-    if not isinstance(eps, (int, float, np.integer, np.floating)) or not eps > 0:
+    if not _is_real(eps) or not eps > 0:
         raise user_error(ValueError, "batch_norm", f"eps must be a positive number, got {eps!r}", x)
     axes = (0,) if len(xs) == 2 else (0, 2)
     stat_shape = (1, c) if len(xs) == 2 else (1, c, 1)
@@ -467,8 +477,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
             raise user_error(ValueError, "batch_norm", f"expected more than 1 value per channel when training, got "
                              f"input of shape {xs}", x)
         if running_mean is not None or running_var is not None:
-            if not isinstance(momentum, (int, float, np.integer, np.floating)) or not 0 <= momentum <= 1:
-                raise user_error(ValueError, "batch_norm", f"momentum must be a number in [0, 1], got {momentum!r}", x)
+            _probability(momentum, "momentum", "batch_norm", x)
             if not _is_concrete(x):
                 raise user_error(NotImplementedError, "batch_norm", "updating running statistics needs concrete "
                                  "values (eager or transforms), not a static graph node", x)
@@ -706,8 +715,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     """
     _check_reduction(reduction, "cross_entropy")
     ignore_index = _check_ignore_index(ignore_index, "cross_entropy")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise user_error(ValueError, "cross_entropy", f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    _probability(label_smoothing, "label_smoothing", "cross_entropy")
     xs = _shape(input)
     axis = -1 if len(xs) == 1 else 1
     if weight is None and not label_smoothing:

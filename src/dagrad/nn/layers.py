@@ -42,15 +42,8 @@ def _size(value, name, layer, minimum=0):
     return value
 
 
-def _probability(p, name, layer):
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0 <= p <= 1:
-        raise user_error(ValueError, layer, f"{name} must be a number in [0, 1], got {p!r}")
-    return p
-
-
 def _positive_number(value, name, layer):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not value > 0:
+    if not F._is_real(value) or not value > 0:
         raise user_error(ValueError, layer, f"{name} must be a positive number, got {value!r}")
     return value
 
@@ -193,7 +186,7 @@ class Dropout(Module):
 
     def __init__(self, p=0.5, generator=None):
         super().__init__()
-        self.p = _probability(p, "p", "Dropout")
+        self.p = F._probability(p, "p", "Dropout")
         self.generator = generator
 
     def forward(self, x):
@@ -253,7 +246,7 @@ class BatchNorm1d(Module):
         super().__init__()
         self.num_features = _size(num_features, "num_features", "BatchNorm1d", minimum=1)
         self.eps = _positive_number(eps, "eps", "BatchNorm1d")
-        self.momentum = None if momentum is None else _probability(momentum, "momentum", "BatchNorm1d")
+        self.momentum = None if momentum is None else F._probability(momentum, "momentum", "BatchNorm1d")
         self.affine, self.track_running_stats = affine, track_running_stats
         dt = dtype or np.float64
         if affine:
