@@ -1027,34 +1027,53 @@ def test_a_failure_in_compiled_code_names_the_op_the_inputs_and_the_line_that_bu
 
     built = _here(-2)
     fast = dg.compile(f)
+    called = _here(2)
     with pytest.raises(np.linalg.LinAlgError) as info:
         fast(np.ones((2, 2)))
     message = str(info.value)
     assert message.startswith("inv failed in compiled code: Singular matrix") and "(2, 2) float64" in message
-    assert message.endswith(built), message
+    assert f"node built at {__file__}:{built.split(':')[1]}" in message and message.endswith(called), message
 
 
-def test_a_failure_in_a_compiled_gradient_names_the_forward_line():
-    class Picky(dg.Function):
+def test_a_custom_op_failing_in_compiled_code_names_its_line_and_the_call():
+    class Positive(dg.Function):
         @staticmethod
         def forward(ctx, x):
-            return x * 2.0
+            if np.any(x < 0):  # traced on stand-ins of ones: it fails only on the real values
+                raise ValueError("negative input")
+            return np.sqrt(x)
 
         @staticmethod
         def backward(ctx, g):
-            if np.any(g > 1.0):
-                raise ValueError("gradient too large")
-            return g * 2.0
+            return g
 
     def f(x):
-        return dg.sum(Picky.apply(x) * 5.0)
+        return dg.sum(Positive.apply(x) * 5.0)
 
     built = _here(-2)
-    fast = dg.compile(dg.grad(f))
+    fast = dg.compile(f)
+    assert fast(np.full(3, 4.0)) == 30.0
+    called = _here(2)
     with pytest.raises(ValueError) as info:
-        fast(np.ones(3))
+        fast(np.array([1.0, -1.0, 4.0]))
     message = str(info.value)
-    assert "gradient too large" in message and f"{built} (backward of Picky)" in message, message
+    assert message.startswith("Positive failed in compiled code: ") and "negative input" in message, message
+    assert "(3,) float64" in message and f"node built at {__file__}:{built.split(':')[1]}" in message, message
+    assert message.endswith(called), message
+
+
+def test_control_flow_on_a_traced_value_names_its_line_and_the_call():
+    def f(x):
+        return x if dg.sum(x) > 0 else -x
+
+    branch = _here(-2)
+    fast = dg.compile(f)
+    called = _here(2)
+    with pytest.raises(TypeError) as info:
+        fast(np.ones(2))
+    message = str(info.value)
+    assert "dg.where" in message and branch in message and f"for the call at {__file__}:" in message, message
+    assert called in message, message
 
 
 # ---------------------------------------------------------------- 6. peak memory

@@ -12,6 +12,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from .._core.errors import caller_line
 from .._core.shapes import runtime_shape
 from ..static.graph import Graph, Symbol, _symbol
 
@@ -161,7 +162,7 @@ def _rebuild(graph, node, args):
         kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
         message = str(err).removeprefix(f"{node.op.name}: ")
         raise kind(f"{node.op.name} failed in Session.run: {message} (input shapes {described}; node built at "
-                   f"{node.where})") from None
+                   f"{node.where}) at {caller_line()}") from None
     return _symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
 
 

@@ -8,7 +8,7 @@ import inspect
 import numpy as np
 
 from .._core.autodiff import tree_flatten, tree_unflatten
-from .._core.errors import user_error
+from .._core.errors import caller_line, user_error
 from .._core.tensor import Tensor, _grad_mode, _leaf
 from ..static.graph import Graph, Symbol, _symbol
 from .cache import LRUCache
@@ -124,6 +124,7 @@ class Compiled:
     def _trace(self, leaves, treedef):
         graph = Graph()
         graph.tracing = self.__name__
+        graph.traced_for = caller_line()
         names = _leaf_names(self.f, treedef, len(leaves))
         traced = []
         arrays = []
@@ -289,8 +290,10 @@ def explain(err, generated, where):
         return err
     inputs = ", ".join(f"{tuple(a._shape)} {a._dtype}" if isinstance(a, Symbol) else f"{np.shape(a)} {_dtype(a)}"
                        for a in node.inputs)
-    # the user's line is the one that built the failing node (a gradient's: its forward's line)
-    message = f"{node.op.name} failed in {where}: {err} (inputs: {inputs}) at {node.where}"
+    # two lines of the user's: the one that built the failing node (a gradient's: its forward's line),
+    # and the call that ran the code
+    message = f"{node.op.name} failed in {where}: {err} (inputs: {inputs}; node built at {node.where}) at " \
+              f"{caller_line()}"
     try:
         return type(err)(message)
     except Exception:

@@ -108,6 +108,7 @@ class Graph:
         self.nodes = []
         self._names = {}
         self.tracing = None  # the name of the function dg.compile is tracing into this graph, if any
+        self.traced_for = None  # then: the user's line whose call made dg.compile trace it
 
     def __enter__(self):
         _local.stack.append(self)
@@ -210,11 +211,15 @@ class Symbol(Tensor):
     def _label(self):
         return f"symbolic tensor {self.name!r}" if self.name else "a symbolic tensor"
 
+    def _traced(self):
+        """'dg.compile(f), tracing it for the call at file.py:12': what is tracing this value."""
+        return f"dg.compile({self.graph.tracing}), tracing it for the call at {self.graph.traced_for}"
+
     def _no_value(self, what):
         if self.graph.tracing:
             return TypeError(
-                f"{what} of a value traced by dg.compile({self.graph.tracing}): while the function is "
-                f"traced its arrays have no values yet; use dagrad functions on them (at {user_line()})"
+                f"{what} of a value traced by {self._traced()}: while the function is traced its arrays "
+                f"have no values yet; use dagrad functions on them (at {user_line()})"
             )
         return TypeError(
             f"{what} of {self._label()}: its value exists only inside Session.run; fetch it with "
@@ -233,9 +238,9 @@ class Symbol(Tensor):
     def __bool__(self):
         if self.graph.tracing:
             raise TypeError(
-                f"bool() of a value traced by dg.compile({self.graph.tracing}): Python control flow (if, "
-                f"while, and, or) cannot depend on a traced value, because the function is traced once per "
-                f"input shape; use dg.where(condition, a, b) to choose between values (at {user_line()})"
+                f"bool() of a value traced by {self._traced()}: Python control flow (if, while, and, or) "
+                f"cannot depend on a traced value, because the function is traced once per input shape; use "
+                f"dg.where(condition, a, b) to choose between values (at {user_line()})"
             )
         raise TypeError(
             f"bool() of {self._label()}: its value exists only inside Session.run, so Python control flow "
@@ -440,7 +445,8 @@ def build(op, args, attrs):
             if graph is None:
                 graph = a.graph
             elif a.graph is not graph:
-                raise user_error(ValueError, op.name, "inputs come from different graphs")
+                raise user_error(ValueError, op.name, "inputs come from different graphs",
+                                 *[x for x in args if isinstance(x, Symbol)])
             inputs.append(a)
         elif isinstance(a, Tensor):
             inputs.append(a.numpy())  # an eager value used in a graph is a constant there
