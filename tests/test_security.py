@@ -207,21 +207,26 @@ def defop():
         dg.REGISTRY.pop(name, None)
 
 
+def _total(factors):
+    return sum(v for v in factors.values() if not isinstance(v, str))  # a string attribute is a label
+
+
 def scale_forward(x, **factors):
-    return x * sum(factors.values())
+    return x * _total(factors)
 
 
 def _scale_op(defop, name):
     return defop(name, scale_forward, shape=lambda s, **factors: s,
-                 vjp=(lambda g, out, x, **factors: g * sum(factors.values()),),
-                 jvp=(lambda t, out, x, **factors: t * sum(factors.values()),))
+                 vjp=(lambda g, out, x, **factors: g * _total(factors),),
+                 jvp=(lambda t, out, x, **factors: t * _total(factors),))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_defop_name_and_attribute_names(kind, marker, defop, tmp_path):
     attack = _attack(marker, kind)
     op = _scale_op(defop, attack)
-    factors = {attack: 2.0, "lambda": 0.5, "plain": 1.0}  # a keyword too: not `lambda=0.5`
+    # an attribute named by the attack, a keyword (not `lambda=0.5`), a plain one, and the attack as a value
+    factors = {attack: 2.0, "lambda": 0.5, "plain": 1.0, "label": attack}
 
     def f(x):
         return dg.sum(op.function(x, **factors) * x)
