@@ -416,6 +416,9 @@ def repeat(x, repeats, axis=None):
     counts = [as_index(r, "repeat", "repeats", given, within=repeats) for r in repeats]
     if builtins.any(r < 0 for r in counts):
         raise user_error(ValueError, "repeat", f"repeats {repeats!r} has a negative count", given)
+    if shape[axis] is None:
+        raise user_error(ValueError, "repeat", f"a list of repeats needs the size of axis {axis}, known only when the "
+                         "graph runs: repeat a number of times instead", given)
     if len(counts) not in (1, shape[axis]):
         raise user_error(ValueError, "repeat", f"{len(counts)} repeats do not match axis {axis} of size {shape[axis]}",
                          given)
