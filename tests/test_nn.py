@@ -956,3 +956,24 @@ def test_a_failing_loss_in_a_static_graph_builds_nothing():
                 call()
             assert f"test_nn.py:{call.__code__.co_firstlineno}" in str(info.value)
             assert len(g) == n, str(info.value)
+
+
+def test_a_layer_call_that_fails_inside_another_is_rolled_back_alone():
+    class Fallback(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wide, self.narrow = nn.Sequential(nn.Tanh(), nn.Linear(5, 2)), nn.Linear(3, 2)
+
+        def forward(self, x):
+            try:
+                return self.wide(x)  # builds tanh, then fails: its node goes, the caller carries on
+            except ValueError:
+                return self.narrow(x)
+
+    model = Fallback()
+    with dg.Graph() as g:
+        x = dg.placeholder((None, 3), name="x")
+        y = model(x)
+    assert [n.op.name for n in g.nodes if n.op is not None] == ["linear"]
+    value = dg.Session(g).run(y, feed_dict={x: np.ones((2, 3))})
+    np.testing.assert_allclose(value, model.narrow(dg.tensor(np.ones((2, 3)))).numpy())

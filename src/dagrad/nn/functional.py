@@ -63,6 +63,8 @@ def shape_error(where, expected, actual, *operands):
 
 def _fits(shape, expected):
     """Whether `shape` is `expected`, where a size a static graph does not know yet (None) fits any."""
+    if shape == expected:
+        return True
     return len(shape) == len(expected) and all(a == b or a is None or b is None for a, b in zip(shape, expected))
 
 
