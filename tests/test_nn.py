@@ -696,7 +696,7 @@ def _here(offset=1):
                                   lambda x: F.flatten(x, -3), lambda x: nn.Flatten()(dg.tensor(np.zeros(3)))])
 def test_flatten_dimension_out_of_range_is_an_axis_error(call):
     x = dg.tensor(np.zeros((2, 3)))
-    with pytest.raises(np.exceptions.AxisError, match=r"flatten: dimension -?\d+ is out of range") as info:
+    with pytest.raises(np.exceptions.AxisError, match=r"flatten: (start|end)_dim: axis -?\d+ is out of bounds") as info:
         call(x)
     assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)  # as torch's and NumPy's
     assert "test_nn.py" in str(info.value)

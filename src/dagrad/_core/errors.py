@@ -7,12 +7,13 @@ import sys
 import threading
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+GENERATED_PREFIX = "<dagrad.compile "  # the file name of code dg.compile generates: dagrad's, not the user's
 
 
 def user_frame():
-    """The innermost frame outside the dagrad package (the user's code), or None."""
+    """The innermost frame outside the dagrad package and its generated code (the user's code), or None."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE_DIR, GENERATED_PREFIX)):
         frame = frame.f_back
     return frame
 

@@ -29,13 +29,14 @@ import weakref
 
 import numpy as np
 
+from .._core.errors import GENERATED_PREFIX
 from ..static.graph import Symbol
 
 # ops whose result is always a new array (when it has at least one dimension); ufuncs are too
 FRESH_OPS = frozenset(("sum", "prod", "cumsum", "where", "full_like", "concatenate", "stack", "add_n", "multiply_n"))
 COMMENT_COLUMN = 56
 MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut: names stay readable
-FILENAME_PREFIX = "<dagrad.compile "  # the file name of generated code, in tracebacks and linecache
+FILENAME_PREFIX = GENERATED_PREFIX  # the file name of generated code, in tracebacks and linecache
 
 _counter = itertools.count(1)
 

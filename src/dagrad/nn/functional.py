@@ -22,7 +22,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._core.errors import user_error
 from .._core.op import Op, apply
-from .._core.shapes import dtype_of, shape_of
+from .._core.shapes import dtype_of, normalize_axis_index, shape_of
 from .._core.tensor import Tensor, is_symbolic, mark_written
 from ..function import Function
 from ..ops.elementwise import astype, equal, not_equal, relu, sigmoid, sqrt, tanh, where
@@ -87,16 +87,6 @@ def _pair(v, name, where="conv2d"):
     return v, v
 
 
-def _dim(d, ndim, where, x):
-    """Dimension `d` of a `ndim`-d input as a non-negative index; out of range is NumPy's AxisError
-    (an IndexError, as PyTorch's "Dimension out of range", and a ValueError)."""
-    d = _int(d, "a dimension", where)
-    if not -ndim <= d < ndim:
-        raise user_error(np.exceptions.AxisError, where, f"dimension {d} is out of range for a {ndim}-d input "
-                         f"(expected in [{-ndim}, {ndim - 1}])", x)
-    return d % ndim
-
-
 def _is_real(v):
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
@@ -141,11 +131,12 @@ def flatten(x, start_dim=1, end_dim=-1):
     (2, 12)
     >>> flatten(dg.tensor(np.zeros((2, 3))), 5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    numpy.exceptions.AxisError: flatten: dimension 5 is out of range for a 2-d input (expected in [-2, 1]) ...
+    numpy.exceptions.AxisError: flatten: start_dim: axis 5 is out of bounds for an array of dimension 2 ...
     """
     shape = _shape(x)
     n = max(len(shape), 1)
-    s, e = _dim(start_dim, n, "flatten", x), _dim(end_dim, n, "flatten", x)
+    s = normalize_axis_index(start_dim, n, "flatten", x, name="start_dim")
+    e = normalize_axis_index(end_dim, n, "flatten", x, name="end_dim")
     if s > e:
         raise user_error(ValueError, "flatten", f"start_dim {start_dim} comes after end_dim {end_dim}", x)
     if not shape:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.errors import user_error
+from .._core.shapes import normalize_axis
 from .._core.tensor import Tensor
 from . import elementwise as ew
 from . import linalg, reduce
@@ -70,8 +71,18 @@ Tensor.transpose = _transpose
 Tensor.T = property(lambda self: sh.transpose(self))
 Tensor.flatten = sh.ravel
 Tensor.copy = ew.positive
-Tensor.any = lambda self, axis=None, keepdims=False: Tensor(np.any(self.numpy(), axis=axis, keepdims=keepdims))
-Tensor.all = lambda self, axis=None, keepdims=False: Tensor(np.all(self.numpy(), axis=axis, keepdims=keepdims))
+
+
+def _truth(test, name):
+    def method(self, axis=None, keepdims=False):
+        axes = normalize_axis(axis, self.ndim, name, self)  # checked as every reduction, at the user's line
+        return Tensor(test(self.numpy(), axis=axes, keepdims=keepdims))
+    method.__name__ = name
+    return method
+
+
+Tensor.any = _truth(np.any, "any")
+Tensor.all = _truth(np.all, "all")
 
 
 # -- NumPy interop: np.sin(t), ndarray * t, np.sum(t), np.concatenate([t, a]) run dagrad ops

@@ -40,7 +40,7 @@ def logsumexp(x, axis=None, keepdims=False):
     >>> float(logsumexp(np.array([1e16, 1e16])) - 1e16), logsumexp(np.zeros((2, 0)), axis=1)
     (0.0, array([-inf, -inf]))
     """
-    axes = normalize_axis(axis, len(shape_of(x)), "logsumexp")
+    axes = normalize_axis(axis, len(shape_of(x)), "logsumexp", x)
     if _empty_reduction(x, axes):
         return sum(x, axis=axes, keepdims=keepdims) - math.inf  # log(0), without a divide-by-zero warning
     shift = _constant_max(x, axes)
@@ -58,7 +58,7 @@ def softmax(x, axis=-1):
     >>> softmax(np.array([1e16, 1e16]))
     array([0.5, 0.5])
     """
-    axes = normalize_axis(axis, len(shape_of(x)), "softmax")
+    axes = normalize_axis(axis, len(shape_of(x)), "softmax", x)
     if _empty_reduction(x, axes):
         e = exp(x)  # empty: nothing to shift
         return e / sum(e, axis=axes, keepdims=True)
@@ -105,7 +105,7 @@ def log_softmax(x, axis=-1):
     >>> log_softmax(np.array([1e16, 1e16])).round(4)
     array([-0.6931, -0.6931])
     """
-    return apply(_log_softmax, (x,), {"axis": normalize_axis(axis, len(shape_of(x)), "log_softmax")})
+    return apply(_log_softmax, (x,), {"axis": normalize_axis(axis, len(shape_of(x)), "log_softmax", x)})
 
 
 # -- linear: x @ w.T + b in one node. A composite (transpose, matmul, add) would cost six nodes
