@@ -204,6 +204,9 @@ ROWS = [
     Row("backward grad shape", _computed, lambda c: c.y.backward(np.ones(3)), ValueError, ("backward", "(3,)")),
     Row("grad setter shape", _freed, lambda c: setattr(c.a, "grad", np.ones(3)), ValueError, ("Tensor.grad", "(3,)")),
     Row("grad setter scalar", _freed, lambda c: setattr(c.a, "grad", dg.tensor(1.0)), ValueError, ("Tensor.grad",)),
+    Row("grad setter graph node", _static, lambda c: setattr(c.v, "grad", c.z), TypeError,
+        ("Tensor.grad", "static graph's node")),
+    Row("graph node values", _static, lambda c: c.z._raw(), TypeError, ("Session.run",)),
     Row("value setter shape", _arrays, lambda c: setattr(c.a, "value", np.ones(3)), ValueError, ("Tensor.value",)),
     Row("item", _arrays, lambda c: c.a.item(), ValueError, ("item", "(2, 3)")),
     Row("len of 0-d", _computed, lambda c: len(c.y), TypeError, ("len",)),
@@ -359,3 +362,12 @@ def test_bad_input_is_refused_clearly_at_the_users_line_and_changes_nothing(row)
 def test_every_row_has_a_distinct_name():
     names = [r.name for r in ROWS]
     assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_accumulated_grad_keeps_the_leafs_dtype(create_graph):
+    w = dg.tensor(np.ones(2, np.float32), requires_grad=True)
+    for _ in range(2):  # a float64 constant promotes the cotangent; .grad stays float32 (as PyTorch's)
+        (w * np.ones(2)).sum().backward(create_graph=create_graph)
+    assert w.grad.dtype == np.float32
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0])

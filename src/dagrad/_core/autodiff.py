@@ -233,11 +233,14 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
             if not isinstance(ct, Tensor):
                 ct = _leaf(np.array(ct, dtype=leaf.dtype), False)
             leaf._grad = ct if leaf._grad is None else leaf._grad + ct
+            if leaf._grad.dtype != leaf.dtype:  # a rule's cotangent may promote; .grad keeps the leaf's dtype
+                leaf._grad = leaf._grad.astype(leaf.dtype)
         return
     leaves = reverse_sweep([tensor], [seed], 0, free=not retain_graph)
     for leaf, ct, references in _with_references(leaves):
         if leaf._grad is not None:
-            leaf._grad = _leaf(leaf._grad._raw() + ct, False)
+            total = leaf._grad._raw() + ct
+            leaf._grad = _leaf(total if total.dtype == leaf._value.dtype else total.astype(leaf._value.dtype), False)
         elif (references <= _SOLE and type(ct) is np.ndarray and ct.base is None and ct.flags.writeable
               and ct.dtype == leaf._value.dtype):
             leaf._grad = _leaf(ct, False)  # a fresh array no one else holds: kept without a copy

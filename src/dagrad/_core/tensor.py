@@ -222,6 +222,9 @@ class Tensor:
             if not isinstance(new, (Tensor, np.ndarray)):
                 raise user_error(TypeError, "Tensor.grad", f"can be set to None or a Tensor or array of shape "
                                  f"{tuple(self.shape)}, got {type(new).__name__}")
+            if is_symbolic(new):
+                raise user_error(TypeError, "Tensor.grad", "got a static graph's node, which has no values until "
+                                 "Session.run computes them; set the array that sess.run returns", new)
             shape, dtype = tuple(new.shape), new.dtype
             if shape != tuple(self.shape):
                 raise user_error(ValueError, "Tensor.grad", f"the gradient has shape {shape}, but the tensor has "

@@ -229,6 +229,9 @@ class Symbol(Tensor):
     def numpy(self):
         raise self._no_value("numpy()")
 
+    def _raw(self):  # a symbol's _value is itself: Tensor._raw would never end
+        raise self._no_value("the values")
+
     def item(self):
         raise self._no_value("item()")
 
