@@ -233,9 +233,9 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         # All or nothing in static graphs, as `dg.static.graph.atomic()`: the nodes a failing call built
-        # are removed again. Written out rather than with `with atomic():`, whose generator costs ~0.9 us
-        # per layer call on the eager training step: the outermost call opens the journal of built
-        # nodes, a nested call only notes where its own nodes start in it.
+        # are removed again. Written out rather than with `with atomic():`, which costs 0.54 us more per
+        # layer call on the eager training step (1.44 vs 0.90 us for an identity Module, measured): the
+        # outermost call opens the journal of built nodes, a nested call only notes where its own start.
         local = _local
         journal = local.journal
         if journal is None:

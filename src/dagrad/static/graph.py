@@ -8,7 +8,6 @@ beside Symbols enter the graph as constants.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 import numpy as np
@@ -40,8 +39,7 @@ def get_default_graph():
     return _local.default
 
 
-@contextlib.contextmanager
-def atomic():
+class atomic:
     """All or nothing for static graphs: if the block raises, every node it built (in any graph)
     is removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as
     it was. Nested blocks roll back only their own nodes.
@@ -58,17 +56,31 @@ def atomic():
     >>> len(g)
     1
     """
-    outer = _local.journal
-    journal = _local.journal = []
-    try:
-        yield
-    except BaseException:
-        _rollback(journal)
-        raise
-    finally:
-        _local.journal = outer
-    if outer is not None:
-        outer.extend(journal)
+
+    # A class, not a generator context manager: it wraps every layer call of the eager training
+    # step, and this costs ~0.2 us where @contextmanager cost ~0.9 us. The outermost block opens the
+    # thread's journal of built nodes; a nested block only notes where its own nodes start in it.
+    __slots__ = ("_start",)
+
+    def __enter__(self):
+        journal = _local.journal
+        if journal is None:
+            _local.journal = []
+            self._start = None
+        else:
+            self._start = len(journal)
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        journal, start = _local.journal, self._start
+        if start is None:
+            _local.journal = None
+            if kind is not None and journal:
+                _rollback(journal)
+        elif kind is not None and len(journal) > start:
+            _rollback(journal[start:])
+            del journal[start:]
+        return False
 
 
 def _rollback(journal):
