@@ -25,6 +25,10 @@ Workloads
       autograd, mygrad, JAX eager and jit; micrograd's scalar MLP demo (2-16-16-1 on 100 two-moons
       points) for dagrad on 0-d tensors, micrograd and PyTorch on 0-d tensors; RSS and tracemalloc
       over 1,000 (full run: 3,000) training steps in a fresh subprocess, dagrad and PyTorch.
+  (f) long loops over input shapes (issue 12): one Session fed 1,000 batch sizes and one compiled
+      gradient called on 1,000 vector lengths, each in a fresh subprocess: tracemalloc's current
+      memory once the caches are full (after 100 shapes) and at the end, and the linecache entries
+      of generated code still alive. Bounded caches keep both flat.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -1063,6 +1067,74 @@ def train_memory_table(memory):
     return "\n".join(rows)
 
 
+# (f) long loops over input shapes: bounded caches (issue 12), fresh subprocess each
+
+SHAPE_LOOPS = {"full": 1000, "quick": 200}
+SHAPE_MARK = 100  # the caches (64 entries) are full by then: later growth would be a leak
+
+
+def cache_child(kind, n):
+    """`n` distinct input shapes through one Session ("session": batch sizes 1..n fed to a placeholder
+    of unknown batch size, loss and gradient fetched) or one compiled gradient ("compile": vectors
+    of length 1..n); print JSON with tracemalloc's current memory after SHAPE_MARK and after n
+    shapes, and how many linecache entries of generated code are alive at the end."""
+    import linecache
+    import tracemalloc
+
+    import dagrad as dg
+
+    w0 = np.random.default_rng(0).standard_normal((8, 4))
+    if kind == "session":
+        with dg.Graph() as g:
+            x = dg.placeholder((None, 8), name="x")
+            w = dg.Variable(w0, name="w")
+            loss = dg.tanh(x @ w).sum()
+            (dw,) = dg.gradients(loss, [w])
+        sess = dg.Session(g)
+
+        def call(i):
+            return sess.run([loss, dw], {x: np.ones((i, 8))})
+    else:
+        f = dg.compile(dg.grad(lambda v: dg.tanh(v).sum()))
+
+        def call(i):
+            return f(np.ones(i))
+
+    tracemalloc.start()
+    marks = {}
+    for i in range(1, n + 1):
+        call(i)
+        if i in (SHAPE_MARK, n):
+            gc.collect()
+            marks[i] = tracemalloc.get_traced_memory()[0]
+    generated = sum(1 for name in list(linecache.cache) if name.startswith("<dagrad.compile "))
+    print(json.dumps({"mark": marks[SHAPE_MARK], "end": marks[n], "n": n, "linecache": generated}))
+
+
+def bench_cache_memory(mode):
+    out = {}
+    loops = (("session", "Session.run, batch sizes 1..N"), ("compile", "dg.compile(dg.grad(f)), lengths 1..N"))
+    for kind, name in loops:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--cache-child", kind, str(SHAPE_LOOPS[mode])]
+        res = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        out[name] = json.loads(res.strip().splitlines()[-1])
+    return out
+
+
+def cache_memory_table(memory):
+    rows = [
+        f"| loop | N | tracemalloc after {SHAPE_MARK} shapes, MB | after N, MB | growth, MB | generated-code "
+        "linecache entries alive |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, res in memory.items():
+        rows.append(
+            f"| {name} | {res['n']:,} | {res['mark'] / 1e6:.2f} | {res['end'] / 1e6:.2f} | "
+            f"{(res['end'] - res['mark']) / 1e6:+.2f} | {res['linecache']} |"
+        )
+    return "\n".join(rows)
+
+
 def targets_table_training(train, scalar, memory):
     """The targets of issue 7 against this run's figures."""
     dg_name, floor = "dagrad eager (nn + optim)", "NumPy (by hand)"
@@ -1413,11 +1485,14 @@ def main(argv=None):
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown report path")
     parser.add_argument("--child", nargs=2, metavar=("LIB", "N_OPS"), help=argparse.SUPPRESS)
     parser.add_argument("--train-child", nargs=2, metavar=("LIB", "STEPS"), help=argparse.SUPPRESS)
+    parser.add_argument("--cache-child", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args.child[0], int(args.child[1]))
     if args.train_child:
         return train_child(args.train_child[0], int(args.train_child[1]))
+    if args.cache_child:
+        return cache_child(args.cache_child[0], int(args.cache_child[1]))
 
     mode = "quick" if args.quick else "full"
     repeats, warmup, rounds = (5, 1, 1) if args.quick else (30, 3, 5)
@@ -1448,6 +1523,8 @@ def main(argv=None):
     table_train_memory = train_memory_table(train_memory)
     table_targets = targets_table(overhead_times, mlp_times, hessian_times, compile_times, memory)
     table_targets_7 = targets_table_training(train_times, scalar_times, train_memory)
+    print("(f) long loops over input shapes: Session and dg.compile caches ...", file=sys.stderr)
+    table_f = cache_memory_table(bench_cache_memory(mode))
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
@@ -1465,7 +1542,11 @@ def main(argv=None):
         f"#### MLP training step, digits, 64-128-128-10 tanh, SGD lr {TRAIN['lr']}\n\n{table_train}\n\n"
         f"#### Scalar MLP (micrograd's demo), 2-16-16-1 on {SCALAR['n']} two-moons points\n\n{table_scalar}\n\n"
         f"#### Memory over {MEMORY_STEPS:,} eager training steps, batch 64, float64\n\n{table_train_memory}\n\n"
-        f"#### Targets of issue 7, from this run\n\n{table_targets_7}\n"
+        f"#### Targets of issue 7, from this run\n\n{table_targets_7}\n\n"
+        "### (f) long loops over input shapes: bounded caches\n\n"
+        "Compiled code is cached per input shape, 64 entries at most, each releasing its linecache entry "
+        "when evicted; memory after the caches are full stays flat.\n\n"
+        f"{table_f}\n"
     )
     print(tables)
     report = "\n".join(

@@ -441,6 +441,27 @@ def test_compiled_signatures_are_bounded_and_their_source_is_released(monkeypatc
     assert _generated_entries() <= before
 
 
+def test_evicted_code_is_freed_at_once_and_its_file_name_used_again(monkeypatch):
+    # CPython keeps every file name it compiled for good: a long loop over new shapes must not make
+    # new ones. An evicted function dies by reference counting (no cycle through its globals), so
+    # its number is free again before the next trace, without waiting for the garbage collector.
+    monkeypatch.setattr(trace_module, "CACHE_SIZE", 2)
+
+    def doubled_exp(x):
+        return dg.exp(x) * 2.0
+
+    fast = dg.compile(doubled_exp)
+    gc.disable()
+    try:
+        names = set()
+        for n in range(1, 31):
+            fast(np.ones(n))
+            names.update(name for name in linecache.cache if name.startswith(FILENAME_PREFIX + "doubled_exp "))
+    finally:
+        gc.enable()
+    assert 2 <= len(names) <= 3, sorted(names)
+
+
 def test_session_code_and_fetch_sets_are_bounded(monkeypatch):
     monkeypatch.setattr(session_module, "CACHE_SIZE", 8)
     monkeypatch.setattr(session_module, "FETCH_SETS", 4)

@@ -18,6 +18,7 @@ other text appears only in a `#` comment, escaped by `comment`.
 from __future__ import annotations
 
 import builtins
+import collections
 import itertools
 import keyword
 import linecache
@@ -39,6 +40,22 @@ MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut:
 FILENAME_PREFIX = GENERATED_PREFIX  # the file name of generated code, in tracebacks and linecache
 
 _counter = itertools.count(1)
+# Numbers of generated files whose function was collected, used again oldest first: CPython keeps
+# every file name it has compiled alive for good (~80 bytes each), so a new number per trace would
+# grow memory without bound over a long loop of new shapes (benchmark (f) measures it).
+_free_numbers = collections.deque()
+
+
+def _file_number():
+    try:
+        return _free_numbers.popleft()
+    except IndexError:
+        return next(_counter)
+
+
+def _release(filename, number):
+    linecache.cache.pop(filename, None)
+    _free_numbers.append(number)
 
 
 def comment(text):
@@ -75,15 +92,16 @@ def generate(program, name="f", grouped=False, reserved=()):
     (tracebacks show its lines) for as long as the function lives.
     """
     source, line_nodes, names, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
-    filename = f"{FILENAME_PREFIX}{name} #{next(_counter)}>"
+    number = _file_number()
+    filename = f"{FILENAME_PREFIX}{name} #{number}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # the source is dagrad's own: identifiers from _Naming, values from `literal` or named constants
     # of `namespace`, a user's text only escaped in comments (tests/test_security.py tries each way in)
     code = compile(source, filename, "exec")
     exec(code, namespace)  # nosec B102  # runs only the source written above
-    function = namespace[name]
+    function = namespace.pop(name)  # not left in its own globals: without that cycle it dies by refcount, at once
     function.__dagrad_filename__ = filename
-    weakref.finalize(function, linecache.cache.pop, filename, None)  # the entry goes with the function
+    weakref.finalize(function, _release, filename, number)  # the entry and the number go with the function
     return Generated(source, namespace, function, line_nodes, names, bindings, constants.arrays)
 
 
