@@ -18,7 +18,6 @@ other text appears only in a `#` comment, escaped by `comment`.
 from __future__ import annotations
 
 import builtins
-import collections
 import itertools
 import keyword
 import linecache
@@ -40,15 +39,15 @@ MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut:
 FILENAME_PREFIX = GENERATED_PREFIX  # the file name of generated code, in tracebacks and linecache
 
 _counter = itertools.count(1)
-# Numbers of generated files whose function was collected, used again oldest first: CPython keeps
-# every file name it has compiled alive for good (~80 bytes each), so a new number per trace would
-# grow memory without bound over a long loop of new shapes (benchmark (f) measures it).
-_free_numbers = collections.deque()
+# Numbers of generated files whose function was collected, the latest used again first: CPython
+# keeps every file name it has compiled alive for good (~80 bytes each), so a new number per trace
+# would grow memory without bound over a long loop of new shapes (benchmark (f) measures it).
+_free_numbers = []
 
 
 def _file_number():
     try:
-        return _free_numbers.popleft()
+        return _free_numbers.pop()
     except IndexError:
         return next(_counter)
 
