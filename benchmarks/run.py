@@ -263,7 +263,7 @@ def make_static_contenders():
         loss_value = logreg_loss(dg, dg.tensor(data), dg.tensor(onehot), eager_w, eager_b)
         loss_value.backward()
         for p in (eager_w, eager_b):
-            p.numpy()[...] -= LOGREG["lr"] * p.grad.numpy()  # in place: the same leaf keeps training
+            p.value -= LOGREG["lr"] * p.grad.numpy()  # in place: the same leaf keeps training
             p.grad = None
         return loss_value.item()
 
@@ -926,7 +926,7 @@ def make_scalar_steps():
             p.grad = None
         loss.backward()
         for p in d_params:
-            p.numpy()[...] -= lr * p.grad.numpy()
+            p.value -= lr * p.grad.numpy()
         return loss.item()
 
     steps["dagrad eager (0-d tensors)"] = dagrad_step
