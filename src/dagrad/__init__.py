@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
-from ._core.autodiff import grad, hessian, jacfwd, jacobian, jvp, value_and_grad, vjp
+from .transforms import grad, hessian, jacfwd, jacobian, jvp, value_and_grad, vjp
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, gradcheck

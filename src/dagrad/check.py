@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core.autodiff import jacfwd, jacobian
 from ._core.errors import user_error
 from ._core.tensor import Tensor
+from .transforms import jacfwd, jacobian
 
 
 class GradcheckError(AssertionError):

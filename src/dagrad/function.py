@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core.autodiff import grad as grad_of
 from ._core.errors import caller_line, location, user_error, user_line
 from ._core.op import Op, apply
 from ._core.shapes import dtype_of, shape_of
@@ -24,6 +23,7 @@ from ._core.tensor import Tensor, is_symbolic
 from .ops.elementwise import astype, zeros_like
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, getitem, ravel, reshape
+from .transforms import grad as grad_of
 
 __all__ = ["Function", "FunctionCtx"]
 

@@ -7,8 +7,8 @@ import inspect
 
 import numpy as np
 
-from .._core.autodiff import tree_flatten, tree_unflatten
 from .._core.errors import caller_line, user_error
+from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tensor import Tensor, _grad_mode, _leaf
 from ..static.graph import Graph, Symbol, _symbol
 from .cache import LRUCache

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._core.autodiff import reverse_sweep, tree_flatten, tree_unflatten
+from .._core.autodiff import reverse_sweep
 from .._core.errors import user_error
 from .._core.op import Op
+from .._core.pytree import tree_flatten, tree_unflatten
 from ..compile.cache import LRUCache
 from .graph import Graph, Symbol, _checked_value, _shape_fits, _symbol, atomic
 from .graph import _ancestors_in_order as _ancestors

@@ -1,0 +1,41 @@
+"""Pytrees: nested lists, tuples (namedtuples too) and dicts of leaves, flattened and rebuilt."""
+
+from __future__ import annotations
+
+
+def tree_flatten(tree):
+    """Leaves of nested lists/tuples/dicts in order, and a description to rebuild it."""
+    if isinstance(tree, (list, tuple)):
+        leaves, defs = [], []
+        for item in tree:
+            sub_leaves, sub_def = tree_flatten(item)
+            leaves.extend(sub_leaves)
+            defs.append(sub_def)
+        return leaves, (type(tree), defs)
+    if isinstance(tree, dict):
+        leaves, defs = [], []
+        for key, item in tree.items():
+            sub_leaves, sub_def = tree_flatten(item)
+            leaves.extend(sub_leaves)
+            defs.append((key, sub_def))
+        return leaves, (dict, defs)
+    return [tree], None
+
+
+def tree_unflatten(treedef, leaves):
+    it = iter(leaves)
+    return _rebuild(treedef, it)
+
+
+def _rebuild(treedef, it):
+    if treedef is None:
+        return next(it)
+    kind, defs = treedef
+    if kind is dict:
+        return {key: _rebuild(sub, it) for key, sub in defs}
+    items = [_rebuild(sub, it) for sub in defs]
+    if kind is list:
+        return items
+    if kind is tuple:
+        return tuple(items)
+    return kind(*items)  # namedtuple

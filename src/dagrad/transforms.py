@@ -1,0 +1,353 @@
+"""The functional transforms: grad, value_and_grad, vjp, jvp, jacobian, jacfwd, hessian (JAX's names
+and semantics), built on the reverse sweep and the forward-mode duals of the core.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ._core.autodiff import check_numeric, reverse_sweep
+from ._core.errors import user_error
+from ._core.op import make_dual
+from ._core.pytree import tree_flatten, tree_unflatten
+from ._core.shapes import dtype_of as _dtype
+from ._core.shapes import shape_of as _shape
+from ._core.tensor import Dual, Tensor, _grad_mode, _leaf
+from .ops.shape import reshape, stack
+
+_next_level = itertools.count(1).__next__  # each transform boxes its inputs at a level of its own
+
+def _differentiable_input(x, where):
+    """The value to box for a transform input: Tensors as they are, numbers as arrays."""
+    if isinstance(x, Tensor):
+        value = x
+    elif isinstance(x, (np.ndarray, np.generic)):
+        value = x
+    else:
+        value = np.asarray(x)
+    kind = _dtype(value).kind
+    if kind != "f":
+        raise user_error(TypeError, where, f"can only differentiate with respect to real floating-point inputs, "
+                         f"got dtype {_dtype(value)} (pass a float such as 1.0 instead of 1)")
+    return value
+
+
+def _reverse_box(value, level):
+    return _leaf(value, True, level)
+
+
+def _unbox(x, level):
+    if isinstance(x, Tensor) and x._level == level:
+        return x._value
+    return x
+
+
+def _normalize_argnums(argnums, nargs, where):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise user_error(ValueError, where, f"argnums {argnums} is out of range for a function called with "
+                             f"{nargs} arguments")
+    return single, tuple(n % nargs for n in nums)
+
+
+def _finish_ct(ct, original, like_value):
+    """A cotangent or tangent as the user receives it: same kind as the input they passed."""
+    if ct is None:
+        ct = np.zeros(_shape(like_value), _dtype(like_value))
+    if type(original) is Tensor and original._level == 0:
+        return ct if isinstance(ct, Tensor) else _leaf(np.asarray(ct), False)
+    if isinstance(ct, np.ndarray) and not ct.flags.writeable:
+        ct = ct.copy()
+    return ct
+
+
+class _Traced:
+    """Runs `f` with some arguments boxed at a fresh level (shared by the reverse transforms)."""
+
+    def __init__(self, f, args, argnums, where, kwargs=None):
+        self.level = _next_level()
+        self.where = where
+        self.args = list(args)
+        self.boxes = []  # per argnum: (treedef, [(original leaf, box)])
+        for n in argnums:
+            leaves, treedef = tree_flatten(self.args[n])
+            pairs = [(leaf, _reverse_box(_differentiable_input(leaf, where), self.level)) for leaf in leaves]
+            self.boxes.append((treedef, pairs))
+            self.args[n] = tree_unflatten(treedef, [box for _, box in pairs])
+        previous = _grad_mode.enabled
+        _grad_mode.enabled = True
+        try:
+            self.out = f(*self.args, **(kwargs or {}))
+        finally:
+            _grad_mode.enabled = previous
+
+    def pull(self, out_leaves, cotangents):
+        """Cotangents for every boxed argument, one pytree per argnum."""
+        level = self.level
+        roots, seeds = [], []
+        for o, ct in zip(out_leaves, cotangents):
+            if isinstance(o, Tensor) and o._level == level and o._requires_grad:
+                roots.append(o)
+                seeds.append(ct)
+        previous = _grad_mode.enabled
+        _grad_mode.enabled = True
+        try:
+            leaves = reverse_sweep(roots, seeds, level) if roots else {}
+        finally:
+            _grad_mode.enabled = previous
+        return tuple(
+            tree_unflatten(treedef, [_finish_ct(leaves.get(box), orig, box._value) for orig, box in pairs])
+            for treedef, pairs in self.boxes
+        )
+
+
+def value_and_grad(f, argnums=0):
+    """Returns a function computing `(f(*args), gradient of f at args)`.
+
+    >>> import numpy as np
+    >>> value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
+    (np.float64(5.0), array([2., 4.]))
+    """
+
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), "grad")
+        traced = _Traced(f, args, nums, "grad", kwargs)
+        out = traced.out
+        if isinstance(out, (list, tuple, dict)):
+            raise user_error(TypeError, "grad", f"the function must return a scalar, got a {type(out).__name__}; use "
+                             "dg.jacobian or dg.vjp for other outputs")
+        check_numeric(out, "grad", "the function's output", real_float=True)
+        if int(np.prod(_shape(out))) != 1:
+            raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
+                             f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
+        seed = np.ones(_shape(out), _dtype(out))
+        grads = traced.pull([out], [seed])
+        value = _unbox(out, traced.level)
+        return value, (grads[0] if single else grads)
+
+    _name(value_and_grad_f, "value_and_grad", f)
+    return value_and_grad_f
+
+
+def grad(f, argnums=0):
+    """Returns a function computing the gradient of scalar-valued `f`.
+
+    Results are NumPy arrays for array inputs and Tensors for Tensor inputs, so
+    transforms nest:
+
+    >>> import numpy as np
+    >>> grad(lambda x: x ** 3)(2.0)
+    np.float64(12.0)
+    >>> grad(grad(lambda x: x ** 3))(2.0)
+    np.float64(12.0)
+    """
+    vg = value_and_grad(f, argnums)
+
+    def grad_f(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    _name(grad_f, "grad", f)
+    return grad_f
+
+
+def vjp(f, *primals):
+    """Returns `(f(*primals), f_vjp)`; `f_vjp(cotangent)` gives one cotangent per primal.
+
+    >>> import numpy as np
+    >>> out, f_vjp = vjp(lambda x: x * 2, np.array([1.0, 2.0]))
+    >>> f_vjp(np.array([1.0, 10.0]))
+    (array([ 2., 20.]),)
+    """
+    traced = _Traced(f, primals, tuple(range(len(primals))), "vjp")
+    out_leaves, out_def = tree_flatten(traced.out)
+    for o in out_leaves:
+        check_numeric(o, "vjp", "the function's outputs")
+    level = traced.level
+
+    def f_vjp(cotangent):
+        ct_leaves, ct_def = tree_flatten(cotangent)
+        if len(ct_leaves) != len(out_leaves):
+            raise user_error(ValueError, "vjp", f"the cotangent has {len(ct_leaves)} parts, the output has "
+                             f"{len(out_leaves)}")
+        seeds = []
+        for o, ct in zip(out_leaves, ct_leaves):
+            check_numeric(ct, "vjp", "a cotangent")
+            if not isinstance(ct, Tensor):
+                ct = np.asarray(ct, dtype=_dtype(o))
+            if _shape(ct) != _shape(o):
+                raise user_error(ValueError, "vjp", f"the cotangent has shape {_shape(ct)} but the output has shape "
+                                 f"{_shape(o)}", ct)
+            seeds.append(ct)
+        return traced.pull(out_leaves, seeds)
+
+    return tree_unflatten(out_def, [_unbox(o, level) for o in out_leaves]), f_vjp
+
+
+def jvp(f, primals, tangents):
+    """Forward mode: returns `(f(*primals), J @ tangents)` from the ops' jvp rules.
+
+    >>> import numpy as np
+    >>> jvp(lambda x: x ** 2, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
+    (array([1., 9.]), array([2., 6.]))
+    """
+    if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
+        raise user_error(TypeError, "jvp", "primals and tangents must be tuples (one entry per argument of f)")
+    p_leaves, p_def = tree_flatten(tuple(primals))
+    t_leaves, t_def = tree_flatten(tuple(tangents))
+    if len(p_leaves) != len(t_leaves):
+        raise user_error(ValueError, "jvp", f"{len(p_leaves)} primal arrays but {len(t_leaves)} tangents")
+    level = _next_level()
+    duals = []
+    for p, t in zip(p_leaves, t_leaves):
+        value = _differentiable_input(p, "jvp")
+        check_numeric(t, "jvp", "a tangent")
+        if not isinstance(t, Tensor):
+            t = np.asarray(t, dtype=_dtype(value))
+        if _shape(t) != _shape(value):
+            raise user_error(ValueError, "jvp", f"tangent shape {_shape(t)} does not match primal shape "
+                             f"{_shape(value)}", value, t)
+        duals.append(make_dual(value, t, level))
+    out = f(*tree_unflatten(p_def, duals))
+    out_leaves, out_def = tree_flatten(out)
+    for o in out_leaves:
+        check_numeric(o, "jvp", "the function's outputs")
+    primal_out, tangent_out = [], []
+    tensor_inputs = any(type(p) is Tensor and p._level == 0 for p in p_leaves)
+    for o in out_leaves:
+        if type(o) is Dual and o._level == level:
+            primal_out.append(o._value)
+            tangent_out.append(o._tangent)
+        else:
+            primal_out.append(o)
+            zero = np.zeros(_shape(o), _dtype(o))
+            tangent_out.append(_leaf(zero, False) if tensor_inputs else zero)
+    return tree_unflatten(out_def, primal_out), tree_unflatten(out_def, tangent_out)
+
+
+def _stack(parts, axis=0):
+    if not _any_tensor(parts):
+        return np.stack(parts, axis=axis)
+    return stack(parts, axis=axis)
+
+
+def _any_tensor(xs):
+    return any(isinstance(x, Tensor) for x in xs)
+
+
+def _array_arg(x, where):
+    if isinstance(x, (list, tuple, dict)):
+        raise user_error(TypeError, where, f"differentiated arguments must be arrays or Tensors, got "
+                         f"{type(x).__name__}")
+    return _differentiable_input(x, where)
+
+
+def _basis(shape, k, dtype):
+    e = np.zeros(int(np.prod(shape)), dtype)
+    e[k] = 1
+    return e.reshape(shape)
+
+
+def _assemble(parts, out_shape, in_shape, dtype, axis):
+    """One Jacobian from its rows (axis 0) or columns (axis -1): shape out_shape + in_shape."""
+    if not parts:
+        return np.zeros(out_shape + in_shape, dtype)
+    return reshape(_stack(parts, axis=axis), out_shape + in_shape)
+
+
+def jacobian(f, argnums=0):
+    """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element.
+
+    With a tuple `argnums` each result is a tuple (one per argument); a pytree output
+    gives the same pytree of results, as `jax.jacrev`.
+
+    >>> import numpy as np
+    >>> jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    def jacobian_f(*args):
+        single, nums = _normalize_argnums(argnums, len(args), "jacobian")
+        in_shapes = [_shape(_array_arg(args[n], "jacobian")) for n in nums]
+        traced = _Traced(f, args, nums, "jacobian")
+        out_leaves, out_def = tree_flatten(traced.out)
+        for o in out_leaves:
+            check_numeric(o, "jacobian", "the function's outputs", real_float=True)
+        results = []
+        for out in out_leaves:
+            shape, dtype = _shape(out), _dtype(out)
+            rows = [traced.pull([out], [_basis(shape, k, dtype)]) for k in range(int(np.prod(shape)))]
+            per_arg = [_assemble([row[j] for row in rows], shape, in_shapes[j], dtype, 0) for j in range(len(nums))]
+            results.append(per_arg[0] if single else tuple(per_arg))
+        return tree_unflatten(out_def, results)
+
+    _name(jacobian_f, "jacobian", f)
+    return jacobian_f
+
+
+def jacfwd(f, argnums=0):
+    """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element.
+
+    Results are arranged as in `jacobian`.
+
+    >>> import numpy as np
+    >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    def jacfwd_f(*args):
+        single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
+        columns = []  # per argument: one list of output tangent leaves per input element
+        out = None
+        for n in nums:
+            x = _array_arg(args[n], "jacfwd")
+
+            def f_of_arg(arg, n=n):
+                merged = list(args)
+                merged[n] = arg
+                return f(*merged)
+
+            per_element = []
+            for k in range(int(np.prod(_shape(x)))):
+                out, tangent = jvp(f_of_arg, (x,), (_basis(_shape(x), k, _dtype(x)),))
+                per_element.append(tree_flatten(tangent)[0])
+            columns.append(per_element)
+        if out is None:  # every differentiated argument is empty
+            out = f(*args)
+        out_leaves, out_def = tree_flatten(out)
+        results = []
+        for i, o in enumerate(out_leaves):
+            per_arg = [
+                _assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
+                for j, n in enumerate(nums)
+            ]
+            results.append(per_arg[0] if single else tuple(per_arg))
+        return tree_unflatten(out_def, results)
+
+    _name(jacfwd_f, "jacfwd", f)
+    return jacfwd_f
+
+
+def hessian(f, argnums=0):
+    """Hessian of scalar `f`, forward-over-reverse (`jacfwd(grad(f))`), as in JAX.
+
+    >>> import numpy as np
+    >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    h = jacfwd(grad(f, argnums), argnums)
+    _name(h, "hessian", f)
+    return h
+
+
+def _name(wrapper, transform, f):
+    wrapper.__name__ = f"{transform}({getattr(f, '__name__', 'f')})"
+    wrapper.__qualname__ = wrapper.__name__
+    wrapper.__doc__ = f"{transform} of {getattr(f, '__name__', 'f')}"
+    wrapper.__wrapped__ = f  # inspect.signature (and dg.compile's input names) see f's parameters
