@@ -1,6 +1,6 @@
 """Anomaly mode: `with dg.detect_anomaly():` the first NaN or Inf raises, naming the op.
 
-Off, it costs one check of a module flag per op. On, every eager result and every gradient
+Off, it costs one check of a flag per op. On, every eager result and every gradient
 the reverse sweep computes is checked: the first non-finite one raises `FloatingPointError`
 naming the op, the line of the user's code that ran the forward op, and which input was
 non-finite (in a forward pass: whether the inputs already were; in a backward pass: the
@@ -14,7 +14,6 @@ import threading
 
 import numpy as np
 
-from . import op as _op_module
 from .errors import location, user_line
 from .tensor import Tensor, is_symbolic
 
@@ -27,7 +26,14 @@ class _Local(threading.local):
 
 _local = _Local()
 _lock = threading.Lock()
-_active = 0  # contexts open in any thread: the op module's flag is on while this is positive
+_active = 0  # contexts open in any thread: the switch is on while this is positive
+
+
+class _Switch:
+    on = False  # read by every op and every backward step: the checks below run only while it is on
+
+
+switch = _Switch()
 
 
 def is_anomaly_enabled():
@@ -49,9 +55,7 @@ class detect_anomaly:
         global _active
         with _lock:
             _active += 1
-            _op_module._CHECK_FORWARD = check_forward
-            _op_module._CHECK_GRADIENT = check_gradient
-            _op_module._ANOMALY = True
+            switch.on = True
         _local.depth += 1
         return self
 
@@ -60,7 +64,7 @@ class detect_anomaly:
         _local.depth -= 1
         with _lock:
             _active -= 1
-            _op_module._ANOMALY = _active > 0
+            switch.on = _active > 0
 
 
 def _raw(value):

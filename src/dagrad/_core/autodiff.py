@@ -14,8 +14,8 @@ from sys import getrefcount
 
 import numpy as np
 
-from . import op as _op_module
-from . import tensor as _tensor_module
+from .anomaly import check_gradient
+from .anomaly import switch as _anomaly
 from .errors import _provenance, location, user_error, user_line
 from .op import REGISTRY
 from .shapes import dtype_of as _dtype
@@ -106,8 +106,7 @@ def _check_versions(node):
 
 
 def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):
-    check = _op_module._ANOMALY  # anomaly mode: each cotangent is checked for NaN and Inf
-    check_gradient = _op_module._CHECK_GRADIENT
+    check = _anomaly.on  # anomaly mode: each cotangent is checked for NaN and Inf
     last_write = write_clock.last  # nodes recorded after the latest in-place write need no check
     grads = {}
     leaves = {}
@@ -192,7 +191,15 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
 
 
 def backward(tensor, grad=None, retain_graph=None, create_graph=False):
-    """Eager reverse mode: accumulates into `.grad` of every leaf that requires grad."""
+    """Eager reverse mode, `t.backward()`: accumulates d(tensor)/d(leaf) into the `.grad` of every leaf
+    that requires grad (PyTorch's semantics).
+
+    >>> from dagrad._core.tensor import tensor
+    >>> x = tensor(3.0, requires_grad=True)
+    >>> backward(x * x)
+    >>> x.grad
+    tensor(6.)
+    """
     if tensor._level != 0:
         raise user_error(RuntimeError, "backward", "called on a value traced by a transform; use the transform's "
                          "result instead")
@@ -253,7 +260,6 @@ def _with_references(mapping):
 
 
 _SOLE = next(_with_references({None: np.empty(1)}))[2]  # the count of a value only the mapping holds
-_tensor_module._backward = backward
 
 
 def check_numeric(value, where, what, real_float=False):

@@ -20,6 +20,8 @@ from sys import _getframe
 
 import numpy as np
 
+from .anomaly import check_forward
+from .anomaly import switch as _anomaly
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .shapes import shape_of
 from .tensor import Dual, Tensor, _grad_mode, _leaf, _new, next_seq
@@ -119,16 +121,10 @@ def _call_forward(op, values, attrs):
         raise op_error(op.name, values, err) from err
 
 
-# True while some thread is inside dg.detect_anomaly(), which also sets the checks to call
-# (see _core/anomaly.py)
-_ANOMALY = False
-_CHECK_FORWARD = _CHECK_GRADIENT = None
-
-
 def _result(op, out, inputs, attrs, record, level=0):
     """An op's result box at `level`: it records op, inputs and attrs when `record`."""
-    if _ANOMALY and not isinstance(out, Tensor):  # the innermost level computed `out` itself
-        _CHECK_FORWARD(op, out, inputs)
+    if _anomaly.on and not isinstance(out, Tensor):  # the innermost level computed `out` itself
+        check_forward(op, out, inputs)
     t = _new(Tensor)
     t._value = out
     t._grad = None

@@ -18,7 +18,6 @@ import numpy as np
 from .errors import _PACKAGE_DIR, user_error
 
 # eager reverse mode, set by .autodiff (which imports this module, so it cannot be imported here)
-_backward = None
 
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
 
@@ -362,16 +361,6 @@ class Tensor:
             self._grad = None
         else:
             self._grad = _leaf(np.zeros_like(self._grad._raw()), False)
-
-    def backward(self, grad=None, retain_graph=None, create_graph=False):
-        """Accumulates d(self)/d(leaf) into every leaf's `.grad` (PyTorch semantics).
-
-        >>> x = tensor(3.0, requires_grad=True)
-        >>> (x * x).backward()
-        >>> x.grad
-        tensor(6.)
-        """
-        _backward(self, grad, retain_graph, create_graph)
 
     def __repr__(self):
         arr = np.asarray(self.numpy())

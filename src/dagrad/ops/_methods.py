@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.autodiff import backward
 from .._core.errors import user_error
 from .._core.shapes import normalize_axis
 from .._core.tensor import Tensor
@@ -31,6 +32,7 @@ for _name, _function in _BINARY.items():
     setattr(Tensor, f"__{_name}__", _function)
     setattr(Tensor, f"__r{_name}__", _reflected(_function))
 
+Tensor.backward = backward
 Tensor.__neg__ = ew.negative
 Tensor.__pos__ = ew.positive
 Tensor.__abs__ = ew.abs
