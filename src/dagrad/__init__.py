@@ -10,7 +10,10 @@ tensor([2., 4., 6.])
 
 from __future__ import annotations
 
+from ._version import __version__
+
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
+from . import _methods  # noqa: F401  (binds Tensor's operators and methods to the ops)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
 from .transforms import grad, hessian, jacfwd, jacobian, jvp, value_and_grad, vjp
 from ._core.op import REGISTRY, Op, defop
@@ -42,4 +45,3 @@ from . import nn
 from .io import load, save
 from . import optim
 
-__version__ = "0.1.0"

@@ -6,6 +6,7 @@ import numpy as np
 
 from ._core.errors import user_error
 from ._core.tensor import Tensor
+from .ops.shape import concatenate, reshape
 from .transforms import jacfwd, jacobian
 
 
@@ -46,8 +47,6 @@ def numerical_jacobian(f, args, eps=1e-6):
 def _flat_derivative(f, nargs, mode):
     """The derivative of `f` in one mode, as a function returning one flat vector."""
     transform = jacobian if mode == "rev" else jacfwd
-    from .ops.shape import concatenate, reshape
-
     def derivative(*args):
         parts = transform(f, argnums=tuple(range(nargs)))(*args)
         flat = [reshape(p, (-1,)) for p in parts]

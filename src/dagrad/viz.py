@@ -29,9 +29,9 @@ import numpy as np
 
 from ._core.autodiff import reverse_sweep
 from ._core.errors import location, user_error
+from ._core.ir import Graph, Symbol, format_node, show_value
 from ._core.op import REGISTRY
 from ._core.tensor import Tensor, _grad_mode, _new, next_seq
-from .static.graph import Graph, Symbol, _line, _show
 
 __all__ = ["listing", "to_dot", "to_svg", "draw"]
 
@@ -133,14 +133,14 @@ def _static_view(graph, nodes, output, limit):
     view = _View()
     for node in nodes:
         e = view.add(node, labels[node])
-        text = _line(node, labels)  # exactly str(graph)'s line
+        text = format_node(node, labels)  # exactly str(graph)'s line
         e.body, e.type = text[len(e.label) + 3:].rsplit(" : ", 1)
         where = getattr(node, "where", None)
         e.comment = _short_location(where)
         e.backward = isinstance(where, str) and "(backward of " in where
         e.kind = _STATIC_KINDS.get(node.kind, "op") if node.op is None else "op"
-        e.inputs = tuple(view.index[a] if isinstance(a, Symbol) else _show(a, labels) for a in (node.inputs or ()))
-        e.args = tuple(_show(a, labels) for a in (node.inputs or ()))
+        e.inputs = tuple(view.index[a] if isinstance(a, Symbol) else show_value(a, labels) for a in (node.inputs or ()))
+        e.args = tuple(show_value(a, labels) for a in (node.inputs or ()))
         e.output = node is output
     # the seeds dg.gradients makes (ones like the output) and zeros for what an output does not
     # depend on: full_like nodes whose every use is in the gradient computation
@@ -241,7 +241,7 @@ def _eager_entry(view, node, labels, inputs_of=None):
                 args.append(labels[a])
                 ins.append(view.index[a])
             else:
-                text = _show(a, labels)
+                text = show_value(a, labels)
                 args.append(text)
                 ins.append(text)
         e.inputs = tuple(ins)
@@ -331,7 +331,7 @@ def _add_backward(view, root, nodes, labels):
                     used.comment = e.comment
     for leaf in sorted(grads, key=lambda a: view.index[a]):
         ct = grads[leaf]
-        shown = labels[originals.get(ct, ct)] if isinstance(ct, Tensor) else _show(ct, labels)
+        shown = labels[originals.get(ct, ct)] if isinstance(ct, Tensor) else show_value(ct, labels)
         view.footer.append(f"# d{labels[root]}/d{labels[leaf]} = {shown}")
         if isinstance(ct, Tensor):
             e = view.entries[view.index[originals.get(ct, ct)]]

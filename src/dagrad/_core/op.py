@@ -23,6 +23,7 @@ import numpy as np
 from .anomaly import check_forward
 from .anomaly import switch as _anomaly
 from .errors import _PACKAGE_DIR, op_error, user_error
+from .ir import build
 from .shapes import shape_of
 from .tensor import Dual, Tensor, _grad_mode, _leaf, _new, next_seq
 
@@ -198,8 +199,6 @@ def _apply_traced(op, args, attrs):
         return _call_forward(op, args, attrs)
     level = top._level
     if symbolic and level == 0:  # a static graph: build a node instead of computing
-        from ..static.graph import build
-
         return build(op, args, attrs)
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)

@@ -30,7 +30,7 @@ import weakref
 import numpy as np
 
 from .._core.errors import GENERATED_PREFIX
-from ..static.graph import Symbol
+from .._core.ir import Symbol
 
 # ops whose result is always a new array (when it has at least one dimension); ufuncs are too
 FRESH_OPS = frozenset(("sum", "prod", "cumsum", "where", "full_like", "concatenate", "stack", "add_n", "multiply_n"))

@@ -24,8 +24,9 @@ import types
 
 import numpy as np
 
+from .._version import __version__
 from .codegen import _Naming, comment, generate, identifier, literal
-from .trace import _leaf_paths, _parameter_names
+from .signature import leaf_paths, parameter_names
 
 INLINE_ARRAY_LIMIT = 16  # arrays up to this many elements are written as lists, larger ones in base64
 # the module's own helpers: no other global name of the module takes these
@@ -58,9 +59,8 @@ def module_source(entry, f):
         definitions.define(binding, op.forward, f"the forward of op {op.name!r}")
     constants = [_constant_line(name, value) for name, value in generated.constants.items()]
     wrapper = _wrapper(entry, f, public, impl)
-    from .. import __version__
 
-    paths = _leaf_paths(f, entry.in_def)
+    paths = leaf_paths(f, entry.in_def)
     signature = [f"#     {comment(paths[k])}: {tuple(node._shape)} {node._dtype}"
                  for k, node in zip(entry.arrays, program.inputs)]
     where = _origin(f)
@@ -161,7 +161,7 @@ def _wrapper(entry, f, public, impl):
     output structure. Its body reads only the module's helpers and its own locals, so a parameter
     may have a builtin's name (`input`)."""
     _, (args_def, kwargs_def) = entry.in_def
-    positional, variadic = _parameter_names(f)
+    positional, variadic = parameter_names(f)
     names = _Naming((*_HELPERS, impl))  # the wrapper's locals
     leaves = []  # (expression, its label in messages)
     params = []

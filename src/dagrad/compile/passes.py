@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.ir import Symbol, new_symbol
 from .._core.op import REGISTRY, Op
 from .._core.shapes import broadcast_shapes
-from ..static.graph import Symbol, _symbol
 
 MAX_ROUNDS = 20
 # An n-ary node needs all its operands at once, where the chain it replaces needed two: a long
@@ -115,13 +115,13 @@ class _Context:
         Every rewrite keeps the dtype, so it is not inferred again."""
         shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in args]
         shape = op.shape(*shapes, **(attrs or {}))
-        node = _symbol(self.program.graph, "op", shape, replacing._dtype, op, tuple(args), attrs)
+        node = new_symbol(self.program.graph, "op", shape, replacing._dtype, op, tuple(args), attrs)
         node._seq = replacing._seq
         node.where = replacing.where
         return node
 
     def constant(self, replacing, value):
-        node = _symbol(self.program.graph, "constant", value.shape, value.dtype)
+        node = new_symbol(self.program.graph, "constant", value.shape, value.dtype)
         node._data = value
         node._seq = replacing._seq
         node.where = replacing.where

@@ -13,8 +13,8 @@ from heapq import heappop, heappush
 import numpy as np
 
 from .._core.errors import caller_line
+from .._core.ir import Graph, Symbol, ancestors, new_symbol
 from .._core.shapes import runtime_shape
-from ..static.graph import Graph, Symbol, _symbol
 
 # Ops that take unknown sizes from an extra "shape source" input (see ops/shape.py); once
 # sizes are known the target shape is written into the attrs and that input is dropped.
@@ -119,21 +119,20 @@ def from_graph(fetches, updates, feed_shapes):
     Returns (program, placeholders, variables): the program's inputs are the copies of
     those placeholders, then of those variables, in that order.
     """
-    from ..static.graph import _ancestors_in_order
 
     targets = list(fetches) + [value for _, value in updates if isinstance(value, Symbol)]
     graph = Graph()
     copies = {}
     placeholders, variables = [], []
-    for node in _ancestors_in_order(targets):
+    for node in ancestors(targets):
         if node.kind == "placeholder":
-            copy = _symbol(graph, "placeholder", feed_shapes[node], node._dtype, name=node.name)
+            copy = new_symbol(graph, "placeholder", feed_shapes[node], node._dtype, name=node.name)
             placeholders.append(node)
         elif node.kind == "variable":
-            copy = _symbol(graph, "variable", node._shape, node._dtype, name=node.name)
+            copy = new_symbol(graph, "variable", node._shape, node._dtype, name=node.name)
             variables.append(node)
         elif node.kind == "constant":
-            copy = _symbol(graph, "constant", node._shape, node._dtype, name=node.name)
+            copy = new_symbol(graph, "constant", node._shape, node._dtype, name=node.name)
             copy._data = node._data
         elif node.kind == "op":
             copy = _rebuild(graph, node, [copies[a] if isinstance(a, Symbol) else a for a in node.inputs])
@@ -163,7 +162,7 @@ def _rebuild(graph, node, args):
         message = str(err).removeprefix(f"{node.op.name}: ")
         raise kind(f"{node.op.name} failed in Session.run: {message} (input shapes {described}; node built at "
                    f"{node.where}) at {caller_line()}") from None
-    return _symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
+    return new_symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
 
 
 class _Sized:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
 from .._core.errors import caller_line, user_error
+from .._core.ir import Graph, Symbol, new_symbol
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tensor import Tensor, _grad_mode, _leaf
-from ..static.graph import Graph, Symbol, _symbol
 from .cache import LRUCache
 from .codegen import generate, identifier
+from .export import export_module
 from .passes import optimize
 from .program import Program
+from .signature import leaf_names, leaf_paths
 
 CACHE_SIZE = 64  # signatures kept per compiled function; the least recently used is dropped beyond this
 ARRAY_KINDS = "biuf"  # dtype kinds an array argument may have: bool, integers, floats (complex not yet)
@@ -100,8 +101,6 @@ class Compiled:
     def export(self, path, *args, **kwargs):
         """Writes a standalone module (NumPy only) computing this function for these arguments'
         signature; see `dagrad.compile.export`."""
-        from .export import export_module
-
         entry = self._entry_for(args, kwargs)
         return export_module(path, entry, self.f)
 
@@ -125,14 +124,14 @@ class Compiled:
         graph = Graph()
         graph.tracing = self.__name__
         graph.traced_for = caller_line()
-        names = _leaf_names(self.f, treedef, len(leaves))
+        names = leaf_names(self.f, treedef, len(leaves))
         traced = []
         arrays = []
         with graph:
             for k, leaf in enumerate(leaves):
                 if _is_array(leaf):
                     value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
-                    node = _symbol(graph, "placeholder", value.shape, value.dtype,
+                    node = new_symbol(graph, "placeholder", value.shape, value.dtype,
                                    requires_grad=value.dtype.kind == "f", name=names[k])
                     traced.append(node)
                     arrays.append(k)
@@ -203,56 +202,10 @@ def _check_arrays(f, treedef, leaves):
         if _is_array(leaf):
             dtype = (leaf._value if isinstance(leaf, Tensor) else leaf).dtype
             if dtype.kind not in ARRAY_KINDS:
-                path = _leaf_paths(f, treedef)[k]
+                path = leaf_paths(f, treedef)[k]
                 what = "complex numbers are not supported yet" if dtype.kind == "c" else "it has no arithmetic"
                 raise user_error(TypeError, "dg.compile", f"argument {path} has dtype {dtype}: {what}; pass arrays "
                                  "of floats, integers or booleans", leaf)
-
-
-def _parameter_names(f):
-    """(positional parameter names, the name of *args or None) of `f`'s signature."""
-    try:
-        parameters = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        parameters = []
-    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    variadic = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
-    return positional, variadic
-
-
-def _walk_leaves(f, treedef, join):
-    """One label per leaf of the arguments: `join(prefix, key, is_dict_key)` builds a child's label
-    from its parent's; a top-level argument's label is its parameter name (or key for **kwargs)."""
-    positional, variadic = _parameter_names(f)
-    _, (args_def, kwargs_def) = treedef
-    labels = []
-    stack = []
-    for k, sub in enumerate(args_def[1]):
-        stack.append((sub, positional[k] if k < len(positional) else f"{variadic or 'arg'}{k}"))
-    for key, sub in kwargs_def[1]:
-        stack.append((sub, key))
-    stack.reverse()
-    while stack:  # depth first, in the order of tree_flatten
-        sub, label = stack.pop()
-        if sub is None:
-            labels.append(label)
-            continue
-        kind, defs = sub
-        items = [(item, join(label, key, True)) for key, item in defs] if kind is dict else \
-                [(item, join(label, k, False)) for k, item in enumerate(defs)]
-        stack.extend(reversed(items))
-    return labels
-
-
-def _leaf_names(f, treedef, count):
-    """Names for the placeholders after f's parameters: `x`, `params_w`, `batch_0`, ... (any text:
-    the naming table of codegen makes identifiers of them)."""
-    return _walk_leaves(f, treedef, lambda prefix, key, _: f"{prefix}_{key}")[:count]
-
-
-def _leaf_paths(f, treedef):
-    """How a user would write each leaf: `x`, `params['w']`, `batch[0]` (for messages)."""
-    return _walk_leaves(f, treedef, lambda prefix, key, is_key: f"{prefix}[{key!r}]" if is_key else f"{prefix}[{key}]")
 
 
 def _output(value, graph):

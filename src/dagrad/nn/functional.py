@@ -34,6 +34,7 @@ from ..ops.nn import linear as _linear_op
 from ..ops.nn import nll_indices as _nll_op
 from ..ops.reduce import argmax, mean, sum, var
 from ..ops.shape import expand_dims, getitem, reshape, transpose
+from .init import _generator
 
 __all__ = [
     "linear", "conv2d", "max_pool2d", "dropout", "layer_norm", "batch_norm", "embedding", "relu", "tanh",
@@ -378,8 +379,6 @@ def dropout(x, p=0.5, training=True, generator=None):
     _probability(p, "p", "dropout", x)
     if not training or p == 0:
         return x
-    from .init import _generator
-
     gen = _generator(generator)
     if not _is_concrete(x):  # a static graph (or dg.compile): a node that draws a new mask at each run
         return x * apply(_KEEP_MASK, (x,), {"p": float(p), "generator": gen})

@@ -12,8 +12,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .._core.errors import user_error
+from .._core.ir import graph_state, rollback
 from .._core.tensor import Tensor, _as_array, _check_differentiable_dtype, mark_written
-from ..static.graph import _local, _rollback
 
 __all__ = ["Module", "Parameter", "StateDictError"]
 
@@ -232,11 +232,11 @@ class Module:
         raise user_error(NotImplementedError, type(self).__name__, "the module does not define forward()")
 
     def __call__(self, *args, **kwargs):
-        # All or nothing in static graphs, as `dg.static.graph.atomic()`: the nodes a failing call built
+        # All or nothing in static graphs, as `_core.ir.atomic()`: the nodes a failing call built
         # are removed again. Written out rather than with `with atomic():`, which costs 0.54 us more per
         # layer call on the eager training step (1.44 vs 0.90 us for an identity Module, measured): the
         # outermost call opens the journal of built nodes, a nested call only notes where its own start.
-        local = _local
+        local = graph_state
         journal = local.journal
         if journal is None:
             journal = local.journal = []
@@ -244,7 +244,7 @@ class Module:
                 return self.forward(*args, **kwargs)
             except BaseException:
                 if journal:
-                    _rollback(journal)
+                    rollback(journal)
                 raise
             finally:
                 local.journal = None
@@ -253,7 +253,7 @@ class Module:
             return self.forward(*args, **kwargs)
         except BaseException:
             if len(journal) > start:
-                _rollback(journal[start:])
+                rollback(journal[start:])
                 del journal[start:]
             raise
 

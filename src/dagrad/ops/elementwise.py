@@ -15,6 +15,7 @@ from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes
 from .._core.shapes import dtype_of as _dtype
+from .._core.tensor import Tensor
 
 
 def _elementwise(name, forward, rules, nargs):
@@ -343,8 +344,6 @@ def astype(x, dtype):
     """
     dtype = _real_dtype(dtype, "astype", x)
     if dtype.kind != "f":
-        from .._core.tensor import Tensor
-
         if isinstance(x, Tensor):
             x = x.detach()
     return apply(_astype, (x,), {"dtype": dtype})

@@ -14,6 +14,7 @@ from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .elementwise import where
+from .._core.tensor import Tensor
 
 
 # Ops that take a target shape (reshape, broadcast_to, index_add) accept one with unknown
@@ -208,8 +209,6 @@ def squeeze(x, axis=None):
 
 # -- indexing
 def _index_value(part):
-    from .._core.tensor import Tensor
-
     if isinstance(part, Tensor):
         return part.numpy()
     if isinstance(part, list):

@@ -21,9 +21,13 @@ import math
 
 import numpy as np
 
+from .. import numpy as dnp
 from .._core.errors import user_error
-from .._core.tensor import Tensor, mark_written
-from ..static.graph import Symbol, atomic
+from .._core.ir import Symbol, atomic
+from .._core.tensor import Tensor, enable_grad, mark_written
+from ..static.graph import Variable
+from ..static.graph import group as group_updates
+from ..static.session import gradients
 
 __all__ = ["Optimizer"]
 
@@ -72,32 +76,22 @@ class _GraphOps:
 
     @staticmethod
     def sqrt(x):
-        from .. import numpy as dnp
-
         return dnp.sqrt(x)
 
     @staticmethod
     def maximum(a, b):
-        from .. import numpy as dnp
-
         return dnp.maximum(a, b)
 
     @staticmethod
     def scalar(x, dtype):
         # a float64 scalar node would promote a float32 parameter's update to float64: cast it,
         # as torch casts a Python scalar to the parameter's dtype
-        from ..static.graph import Symbol
-
         if isinstance(x, Symbol) and x.dtype != dtype:
-            from .. import numpy as dnp
-
             return dnp.astype(x, dtype)
         return x
 
     @staticmethod
     def where(condition, a, b):
-        from .. import numpy as dnp
-
         return dnp.where(condition, a, b)
 
 
@@ -342,8 +336,6 @@ class Optimizer:
                              "`train = opt.minimize(loss)` and run it with `sess.run(train, feed_dict)`")
         loss = None
         if closure is not None:
-            from .._core.tensor import enable_grad
-
             with enable_grad():
                 loss = closure()
         # every gradient is checked before any parameter or state changes: all or nothing
@@ -425,8 +417,6 @@ class Optimizer:
         >>> w.value
         array([ 0.64, -1.28])
         """
-        from ..static.session import gradients, group
-
         name = type(self).__name__
         op = f"{name}.minimize"
         if not self._static:
@@ -459,7 +449,7 @@ class Optimizer:
                         updates.append(p.assign(new_value))
                         for key, new in new_state.items():
                             updates.append(state[key].assign(new))
-                return group(*updates, name=f"{name.lower()}_step")
+                return group_updates(*updates, name=f"{name.lower()}_step")
         except BaseException:
             self.state.clear()
             self.state.update(saved_state)
@@ -468,8 +458,6 @@ class Optimizer:
             raise
 
     def _lr_variable(self, group):
-        from ..static.graph import Variable
-
         if group._lr_variable is None:
             index = self.param_groups.index(group)
             group._lr_variable = Variable(float(group["lr"]), name=f"{type(self).__name__.lower()}/lr{index}",
@@ -478,8 +466,6 @@ class Optimizer:
 
     def _state_variables(self, p, group):
         """The parameter's state as Variables of its graph (created, from any loaded values, once)."""
-        from ..static.graph import Variable
-
         state = self.state.get(p)
         if state is not None and all(_is_variable(v) for v in state.values()) and state:
             return state

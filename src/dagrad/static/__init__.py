@@ -1,7 +1,7 @@
 """Static graphs (define, then run): placeholders, variables, a Session, symbolic gradients."""
 
-from .graph import Graph, Symbol, Variable, constant, get_default_graph, placeholder, reset_default_graph
-from .session import Session, assign, gradients, group
+from .graph import Graph, Symbol, Variable, assign, constant, get_default_graph, group, placeholder, reset_default_graph
+from .session import Session, gradients
 
 __all__ = [
     "Graph", "Symbol", "Variable", "constant", "get_default_graph", "placeholder", "reset_default_graph",

@@ -1,307 +1,36 @@
-"""Static graphs: Symbols (placeholders, variables, constants, op nodes) and the Graph.
-
-A Symbol is a Tensor without a value: the same IR node (op, inputs, attrs) with its shape
-(entries may be None) and dtype inferred when it is built. Any op with a Symbol among its
-arguments builds a node in that Symbol's graph instead of computing; eager Tensors used
-beside Symbols enter the graph as constants.
+"""Static graphs as TensorFlow 1 has them: placeholders, constants, Variables and their updates
+(`assign`, `group`). The nodes themselves, the Graph and `build` are the core's IR (_core/ir.py).
 """
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
-from .._core.errors import user_error, user_line
-from .._core.shapes import SymbolicShape, broadcast_shapes
-from .._core.tensor import Tensor, _new, next_seq
+from .._core.errors import user_error
+from .._core.ir import (
+    Graph,
+    Symbol,
+    atomic,
+    checked_value,
+    get_default_graph,
+    new_symbol,
+    reset_default_graph,
+    shape_fits,
+)
+from .._core.op import Op
+from .._core.tensor import Tensor
 
 __all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph",
-           "atomic"]
+           "atomic", "assign", "group"]
 
 
-class _Local(threading.local):
-    def __init__(self):
-        self.stack = []
-        self.default = None
-        self.journal = None  # inside `atomic()`: the nodes built so far, as (graph, node)
+class VariableSymbol(Symbol):
+    """A Variable's node: a Symbol with TensorFlow's update methods."""
 
-
-_local = _Local()
-
-
-def get_default_graph():
-    """The innermost `with graph:` of this thread, else the thread's default graph."""
-    if _local.stack:
-        return _local.stack[-1]
-    if _local.default is None:
-        _local.default = Graph()
-    return _local.default
-
-
-class atomic:
-    """All or nothing for static graphs: if the block raises, every node it built (in any graph)
-    is removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as
-    it was. Nested blocks roll back only their own nodes.
-
-    >>> import dagrad as dg
-    >>> with dg.Graph() as g:
-    ...     x = dg.placeholder((3,), name="x")
-    ...     try:
-    ...         with atomic():
-    ...             y = x * 2.0
-    ...             z = y + dg.placeholder((4,))  # fails: (3,) and (4,) do not broadcast
-    ...     except ValueError:
-    ...         pass
-    >>> len(g)
-    1
-    """
-
-    # A class, not a generator context manager: it wraps every layer call of the eager training
-    # step, and this costs ~0.2 us where @contextmanager cost ~0.9 us. The outermost block opens the
-    # thread's journal of built nodes; a nested block only notes where its own nodes start in it.
-    __slots__ = ("_start",)
-
-    def __enter__(self):
-        journal = _local.journal
-        if journal is None:
-            _local.journal = []
-            self._start = None
-        else:
-            self._start = len(journal)
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        journal, start = _local.journal, self._start
-        if start is None:
-            _local.journal = None
-            if kind is not None and journal:
-                _rollback(journal)
-        elif kind is not None and len(journal) > start:
-            _rollback(journal[start:])
-            del journal[start:]
-        return False
-
-
-def _rollback(journal):
-    built = {}
-    for graph, node in journal:
-        built.setdefault(graph, {})[node] = True
-    for graph, nodes in built.items():
-        graph.nodes = [n for n in graph.nodes if n not in nodes]
-        for name in [name for name, n in graph._names.items() if n in nodes]:
-            del graph._names[name]
-
-
-def reset_default_graph():
-    """Replaces this thread's default graph with a new, empty one."""
-    if _local.stack:
-        raise user_error(RuntimeError, "reset_default_graph", "called inside a `with graph:` block; leave the "
-                         "block first")
-    _local.default = Graph()
-    return _local.default
-
-
-class Graph:
-    """A static graph: nodes in the order they were built. Use it as a context manager.
-
-    >>> import dagrad as dg
-    >>> g = dg.Graph()
-    >>> with g:
-    ...     x = dg.placeholder((None, 3), name="x")
-    ...     y = (x * 2.0).sum(axis=1)
-    >>> print(g)
-    %x = placeholder : (None, 3) float64
-    %1 = multiply(%x, 2.0) : (None, 3) float64
-    %2 = sum(%1, axis=(1,), keepdims=False) : (None,) float64
-    """
-
-    def __init__(self):
-        self.nodes = []
-        self._names = {}
-        self.tracing = None  # the name of the function dg.compile is tracing into this graph, if any
-        self.traced_for = None  # then: the user's line whose call made dg.compile trace it
-
-    def __enter__(self):
-        _local.stack.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _local.stack.pop()
-
-    def _add(self, node, name):
-        if name is not None:
-            base, k = str(name), 1
-            name = base
-            while name in self._names:
-                name = f"{base}_{k}"
-                k += 1
-            self._names[name] = node
-        node.name = name
-        node.graph = self
-        self.nodes.append(node)
-        journal = _local.journal
-        if journal is not None:
-            journal.append((self, node))
-        return node
-
-    def __getitem__(self, name):
-        return self._names[name]
-
-    @property
-    def variables(self):
-        return [n for n in self.nodes if n.kind == "variable"]
-
-    def __len__(self):
-        return len(self.nodes)
-
-    def listing(self):
-        """One line per node: `%7 = matmul(%3, %5) : (None, 10) float64`."""
-        labels = {}
-        lines = []
-        for i, node in enumerate(self.nodes):
-            # a name that is a number is quoted, so that it cannot be read as another node's position
-            labels[node] = f"%{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else f"%{node.name}"
-            lines.append(_line(node, labels))
-        return "\n".join(lines)
-
-    __str__ = listing
-
-    def __repr__(self):
-        return f"<dagrad.Graph with {len(self.nodes)} nodes>"
-
-
-def _show(value, labels):
-    if isinstance(value, Symbol):
-        return labels.get(value, "%?")
-    if isinstance(value, (int, float, bool, np.number)) or value is None:
-        return repr(value.item() if isinstance(value, np.number) else value)
-    arr = np.asarray(value)
-    if arr.size <= 4 and arr.dtype.kind in "biuf":
-        return np.array2string(arr, separator=", ").replace("\n", "")
-    return f"array{arr.shape} {arr.dtype}"
-
-
-def _line(node, labels):
-    shape = tuple(node._shape)
-    head = f"{labels[node]} = "
-    if node.op is None:
-        body = node.kind
-    else:
-        args = [_show(a, labels) for a in node.inputs]
-        args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
-        body = f"{node.op.name}({', '.join(args)})"
-    return f"{head}{body} : {shape} {node._dtype}"
-
-
-class Symbol(Tensor):
-    """A node of a static graph: a value that exists only inside `Session.run`."""
-
-    __slots__ = ("_shape", "_dtype", "graph", "name", "kind", "_data", "where", "trainable")
-    _symbolic = True
-
-    @property
-    def shape(self):
-        shape = self._shape
-        return SymbolicShape(shape, self) if None in shape else shape
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def ndim(self):
-        return len(self._shape)
-
-    @property
-    def size(self):
-        if None in self._shape:
-            raise user_error(TypeError, "size", f"the size of {self._label()} is unknown until Session.run: its shape "
-                             f"is {self._shape}")
-        return int(np.prod(self._shape, dtype=np.int64))
-
-    def _label(self):
-        return f"symbolic tensor {self.name!r}" if self.name else "a symbolic tensor"
-
-    def _traced(self):
-        """'dg.compile(f), tracing it for the call at file.py:12': what is tracing this value."""
-        return f"dg.compile({self.graph.tracing}), tracing it for the call at {self.graph.traced_for}"
-
-    def _no_value(self, what):
-        if self.graph.tracing:
-            return TypeError(
-                f"{what} of a value traced by {self._traced()}: while the function is traced its arrays "
-                f"have no values yet; use dagrad functions on them (at {user_line()})"
-            )
-        return TypeError(
-            f"{what} of {self._label()}: its value exists only inside Session.run; fetch it with "
-            f"sess.run(t) (at {user_line()})"
-        )
-
-    def numpy(self):
-        raise self._no_value("numpy()")
-
-    def _raw(self):  # a symbol's _value is itself: Tensor._raw would never end
-        raise self._no_value("the values")
-
-    def item(self):
-        raise self._no_value("item()")
-
-    def __array__(self, dtype=None, copy=None):
-        raise self._no_value("np.asarray()")
-
-    def __bool__(self):
-        if self.graph.tracing:
-            raise TypeError(
-                f"bool() of a value traced by {self._traced()}: Python control flow (if, while, and, or) "
-                f"cannot depend on a traced value, because the function is traced once per input shape; use "
-                f"dg.where(condition, a, b) to choose between values (at {user_line()})"
-            )
-        raise TypeError(
-            f"bool() of {self._label()}: its value exists only inside Session.run, so Python control flow "
-            f"cannot depend on it; use dg.where(condition, a, b) (at {user_line()})"
-        )
-
-    def __float__(self):
-        raise self._no_value("float()")
-
-    def __int__(self):
-        raise self._no_value("int()")
-
-    def __index__(self):
-        raise self._no_value("use as an index")
-
-    def __len__(self):
-        n = self._shape[0] if self._shape else None
-        if n is None:
-            raise user_error(TypeError, "len", f"the length of {self._label()} with shape {self._shape} is not known "
-                             "before Session.run")
-        return n
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def backward(self, *args, **kwargs):
-        raise user_error(TypeError, "backward", "called on a symbolic tensor: in a static graph use "
-                         "dg.gradients(ys, xs)")
-
-    @property
-    def value(self):
-        """A Variable's (or constant's) current value; settable on Variables."""
-        if self.kind not in ("variable", "constant"):
-            raise self._no_value(".value")
-        return self._data
-
-    @value.setter
-    def value(self, new):
-        if self.kind != "variable":
-            raise user_error(TypeError, "value", f"only a Variable's value can be set, not a {self.kind}'s")
-        self._data = _checked_value(new, self._shape, self._dtype, "Variable.value", f"Variable {self.name!r}")
+    __slots__ = ()
 
     def assign(self, expr):
         """An update node: running it sets this Variable to `expr` (read before any update of that run)."""
-        from .session import assign
-
         return assign(self, expr)
 
     def assign_add(self, expr):
@@ -309,50 +38,6 @@ class Symbol(Tensor):
 
     def assign_sub(self, expr):
         return self.assign(self - expr)
-
-    def __repr__(self):
-        label = f" {self.name!r}" if self.name else ""
-        what = self.kind if self.op is None else self.op.name
-        return f"<Symbol{label} {what} : {tuple(self._shape)} {self._dtype}>"
-
-
-def _checked_value(value, shape, dtype, op, what):
-    """`value` as a new array of `dtype`, if it fits `shape` (None: any size) and converts to `dtype`
-    without changing kind (an int into a float, not a float into an int); else the error, raised
-    as from `op` (the call the user made) and naming `what` the value is for."""
-    if isinstance(value, Symbol):
-        raise user_error(TypeError, op, f"{what}: a value is needed, got the symbolic tensor {value!r}")
-    try:
-        arr = np.asarray(value._value if isinstance(value, Tensor) else value)
-    except (ValueError, TypeError) as err:  # e.g. a ragged list
-        raise user_error(type(err), op, f"{what}: cannot be made an array: {err}") from None
-    if not np.can_cast(arr.dtype, dtype, "same_kind"):
-        raise user_error(TypeError, op, f"{what}: a value of dtype {arr.dtype} does not fit dtype {dtype}", arr)
-    if not _shape_fits(arr.shape, shape):
-        raise user_error(ValueError, op, f"{what}: a value of shape {arr.shape} does not fit shape {tuple(shape)}",
-                         arr)
-    return np.array(arr, dtype=dtype)
-
-
-def _shape_fits(actual, declared):
-    return len(actual) == len(declared) and all(d is None or a == d for a, d in zip(actual, declared))
-
-
-def _symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requires_grad=False, name=None):
-    s = _new(Symbol)
-    s._value = s  # a symbol stands for its own value: rules run on it and build nodes
-    s.op, s.inputs, s.attrs = op, inputs, attrs
-    s._requires_grad = requires_grad
-    s._grad = None
-    s._level = 0
-    s._seq = next_seq()
-    s._shape = tuple(None if n is None else int(n) for n in shape)
-    s._dtype = np.dtype(dtype)
-    s.kind = kind
-    s._data = None
-    s.trainable = False
-    s.where = user_line()
-    return graph._add(s, name)
 
 
 def placeholder(shape, dtype="float64", name=None):
@@ -370,7 +55,7 @@ def placeholder(shape, dtype="float64", name=None):
     except TypeError as err:
         raise user_error(TypeError, "placeholder", f"{dtype!r} is not a dtype: {err}") from None
     _check_kind("placeholder", dtype)
-    return _symbol(get_default_graph(), "placeholder", shape, dtype, requires_grad=dtype.kind == "f", name=name)
+    return new_symbol(get_default_graph(), "placeholder", shape, dtype, requires_grad=dtype.kind == "f", name=name)
 
 
 def _sizes(shape):
@@ -401,7 +86,7 @@ def constant(value, dtype=None, name=None):
     """A constant node of the default graph."""
     data = _data("constant", value, dtype)
     # a float constant can be differentiated against, as in TensorFlow (gradients w.r.t. it)
-    node = _symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
+    node = new_symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
                    name=name)
     node._data = data
     return node
@@ -418,8 +103,8 @@ def Variable(value, name=None, trainable=True, dtype=None):
     array([1., 2., 3.])
     """
     data = _data("Variable", value, dtype)
-    node = _symbol(get_default_graph(), "variable", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
-                   name=name)
+    node = new_symbol(get_default_graph(), "variable", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
+                      name=name, cls=VariableSymbol)
     node._data = data
     node.trainable = bool(trainable)
     return node
@@ -437,81 +122,41 @@ def _data(op, value, dtype):
     return data
 
 
-def _ancestors_in_order(nodes):
-    """`nodes` and every node they depend on, in creation order (iteratively)."""
-    seen = {}
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen[node] = True
-        if node.inputs:
-            stack.extend(a for a in node.inputs if isinstance(a, Symbol))
-    return sorted(seen, key=lambda n: n._seq)
+# update nodes are not differentiable ops, so they are not in the op registry
+_ASSIGN = Op("assign", lambda variable, value: value, None, None, lambda v, e: v, False)
+_GROUP = Op("group", lambda *updates: None, None, None, lambda *shapes: (), False)
 
 
-def build(op, args, attrs):
-    """The node for `op` applied to `args`, at least one of them a Symbol (called by dispatch)."""
-    graph = None
-    inputs = []
-    for a in args:
-        if isinstance(a, Symbol):
-            if graph is None:
-                graph = a.graph
-            elif a.graph is not graph:
-                raise user_error(ValueError, op.name, "inputs come from different graphs",
-                                 *[x for x in args if isinstance(x, Symbol)])
-            inputs.append(a)
-        elif isinstance(a, Tensor):
-            inputs.append(a.numpy())  # an eager value used in a graph is a constant there
-        else:
-            inputs.append(a)
-    shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
-    try:
-        shape = op.shape(*shapes, **(attrs or {}))
-    except Exception as err:
-        described = ", ".join(str(tuple(s)) for s in shapes)
-        kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
-        message = str(err).removeprefix(f"{op.name}: ")
-        raise kind(f"{op.name}: {message} (input shapes {described}) at {user_line()}") from None
-    dtype = _infer_dtype(op, inputs, attrs)
-    requires_grad = op.differentiable and dtype.kind == "f" and any(
-        isinstance(a, Symbol) and a._requires_grad for a in inputs
-    )
-    return _symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs, requires_grad)
+def assign(variable, expr):
+    """An update node: running it sets `variable` to `expr`.
+
+    All reads in one `Session.run` see the values from before that run's updates.
+    """
+    if not isinstance(variable, Symbol) or variable.kind != "variable":
+        raise user_error(TypeError, "assign", f"the target must be a dg.Variable, got {type(variable).__name__}")
+    if isinstance(expr, Symbol):
+        if expr.graph is not variable.graph:
+            raise user_error(ValueError, "assign", f"{expr!r} and {variable!r} belong to different graphs")
+        if not shape_fits(tuple(1 if n is None else n for n in expr._shape), variable._shape) and not shape_fits(
+            variable._shape, expr._shape
+        ):
+            raise user_error(ValueError, "assign", f"a value of shape {expr._shape} cannot be assigned to Variable "
+                             f"{variable.name!r} of shape {variable._shape}", expr, variable)
+        if not np.can_cast(expr._dtype, variable._dtype, "same_kind"):
+            raise user_error(TypeError, "assign", f"dtype {expr._dtype} does not fit Variable {variable.name!r} of "
+                             f"{variable._dtype}", expr, variable)
+    else:
+        expr = checked_value(expr, variable._shape, variable._dtype, "assign", f"the value for Variable "
+                              f"{variable.name!r}")
+    return new_symbol(variable.graph, "assign", variable._shape, variable._dtype, _ASSIGN, (variable, expr))
 
 
-_ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result dtype
-
-
-def _infer_dtype(op, inputs, attrs):
-    """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
-    if op.random:  # running it would draw from its generator: its dtype is its first input's
-        return inputs[0]._dtype
-    elementwise = op.shape is broadcast_shapes
-    if elementwise and not attrs:
-        # an elementwise result's dtype depends only on the inputs' dtypes (a Python number's type
-        # counts, not its value: NumPy 2 treats them as weakly typed), so it is looked up once
-        key = (op, *(a._dtype if isinstance(a, Symbol) else getattr(a, "dtype", type(a)) for a in inputs))
-        dtype = _ELEMENTWISE_DTYPES.get(key)
-        if dtype is None:
-            dtype = _ELEMENTWISE_DTYPES[key] = _run_stand_ins(op, inputs, attrs, elementwise)
-        return dtype
-    return _run_stand_ins(op, inputs, attrs, elementwise)
-
-
-def _run_stand_ins(op, inputs, attrs, elementwise):
-    dummies = []
-    for a in inputs:
-        if isinstance(a, Symbol):
-            shape = () if elementwise else tuple(1 if n is None else n for n in a._shape)
-            dummies.append(np.broadcast_to(np.ones((), a._dtype), shape))
-        else:
-            dummies.append(a)
-    try:
-        with np.errstate(all="ignore"):
-            return np.asarray(op.forward(*dummies, **(attrs or {}))).dtype
-    except Exception:  # e.g. a singular stand-in for a linear solve: fall back on type promotion
-        kinds = [np.asarray(a).dtype if not isinstance(a, Symbol) else a._dtype for a in inputs if a is not None]
-        return np.result_type(*kinds) if kinds else np.dtype(np.float64)
+def group(*updates, name=None):
+    """One node that runs all `updates` (e.g. the assignments of a training step)."""
+    updates = [u for u in updates if u is not None]
+    if not updates or not all(isinstance(u, Symbol) for u in updates):
+        raise user_error(TypeError, "group", "expects one or more nodes of a static graph")
+    graph = updates[0].graph
+    if any(u.graph is not graph for u in updates):
+        raise user_error(ValueError, "group", "the nodes belong to different graphs")
+    return new_symbol(graph, "group", (), np.bool_, _GROUP, tuple(updates), name=name)

@@ -1,4 +1,4 @@
-"""Running static graphs: `Session`, variable updates (`assign`, `group`) and `gradients`.
+"""Running static graphs: `Session` and `gradients`.
 
 `Session.run` runs generated code: per fetch set and feed signature, the nodes the fetches
 need are copied with their sizes made concrete, optimised and compiled to a Python
@@ -15,54 +15,18 @@ import numpy as np
 
 from .._core.autodiff import reverse_sweep
 from .._core.errors import user_error
-from .._core.op import Op
+from .._core.ir import Graph, Symbol, atomic, checked_value, get_default_graph, new_symbol
+from .._core.ir import ancestors as _ancestors
 from .._core.pytree import tree_flatten, tree_unflatten
 from ..compile.cache import LRUCache
-from .graph import Graph, Symbol, _checked_value, _shape_fits, _symbol, atomic
-from .graph import _ancestors_in_order as _ancestors
+from ..compile.codegen import generate
+from ..compile.passes import optimize
+from ..compile.program import from_graph
+from ..compile.trace import explain
+from ..ops.elementwise import full_like
 
 CACHE_SIZE = 64  # compiled functions (fetch set and feed shapes) a Session keeps
 FETCH_SETS = 64  # fetch sets whose analysis a Session keeps
-
-# update nodes are not differentiable ops, so they are not in the op registry
-_ASSIGN = Op("assign", lambda variable, value: value, None, None, lambda v, e: v, False)
-_GROUP = Op("group", lambda *updates: None, None, None, lambda *shapes: (), False)
-
-
-def assign(variable, expr):
-    """An update node: running it sets `variable` to `expr`.
-
-    All reads in one `Session.run` see the values from before that run's updates.
-    """
-    if not isinstance(variable, Symbol) or variable.kind != "variable":
-        raise user_error(TypeError, "assign", f"the target must be a dg.Variable, got {type(variable).__name__}")
-    if isinstance(expr, Symbol):
-        if expr.graph is not variable.graph:
-            raise user_error(ValueError, "assign", f"{expr!r} and {variable!r} belong to different graphs")
-        if not _shape_fits(tuple(1 if n is None else n for n in expr._shape), variable._shape) and not _shape_fits(
-            variable._shape, expr._shape
-        ):
-            raise user_error(ValueError, "assign", f"a value of shape {expr._shape} cannot be assigned to Variable "
-                             f"{variable.name!r} of shape {variable._shape}", expr, variable)
-        if not np.can_cast(expr._dtype, variable._dtype, "same_kind"):
-            raise user_error(TypeError, "assign", f"dtype {expr._dtype} does not fit Variable {variable.name!r} of "
-                             f"{variable._dtype}", expr, variable)
-    else:
-        expr = _checked_value(expr, variable._shape, variable._dtype, "assign", f"the value for Variable "
-                              f"{variable.name!r}")
-    return _symbol(variable.graph, "assign", variable._shape, variable._dtype, _ASSIGN, (variable, expr))
-
-
-def group(*updates, name=None):
-    """One node that runs all `updates` (e.g. the assignments of a training step)."""
-    updates = [u for u in updates if u is not None]
-    if not updates or not all(isinstance(u, Symbol) for u in updates):
-        raise user_error(TypeError, "group", "expects one or more nodes of a static graph")
-    graph = updates[0].graph
-    if any(u.graph is not graph for u in updates):
-        raise user_error(ValueError, "group", "the nodes belong to different graphs")
-    return _symbol(graph, "group", (), np.bool_, _GROUP, tuple(updates), name=name)
-
 
 def gradients(ys, xs, grad_ys=None):
     """Symbolic gradients: nodes computing d(sum of ys)/d x for each x, built in the graph.
@@ -105,8 +69,6 @@ def _listed(nodes):
 
 
 def _gradients(ys, xs, seeds):
-    from ..numpy import full_like
-
     if seeds is None:
         seeds = [full_like(y, 1) for y in ys]
     else:  # plain values become constants of the graph, so every gradient is a node
@@ -130,8 +92,8 @@ def _between(xs, ys):
 
 
 def _constant_like(y, value):
-    data = _checked_value(value, y._shape, y._dtype, "gradients", "grad_ys")
-    node = _symbol(y.graph, "constant", data.shape, data.dtype)
+    data = checked_value(value, y._shape, y._dtype, "gradients", "grad_ys")
+    node = new_symbol(y.graph, "constant", data.shape, data.dtype)
     node._data = data
     return node
 
@@ -157,9 +119,6 @@ class _FetchSet:
 
     def compile(self, feeds):
         """(generated function, its placeholders, its variables, program) for these feeds' shapes."""
-        from ..compile.codegen import generate
-        from ..compile.passes import optimize
-        from ..compile.program import from_graph
 
         shapes = {p: feeds[p].shape for p in self.placeholders}
         program, placeholders, variables = from_graph(
@@ -194,7 +153,6 @@ class Session:
     """
 
     def __init__(self, graph=None):
-        from .graph import get_default_graph
 
         if graph is not None and not isinstance(graph, Graph):
             raise user_error(TypeError, "Session", f"expects a dg.Graph, got {type(graph).__name__}")
@@ -229,7 +187,6 @@ class Session:
         try:
             results = generated.function(*[feeds[p] for p in placeholders], *[v._data for v in variables])
         except Exception as err:
-            from ..compile.trace import explain
 
             raise explain(err, generated, "Session.run") from err
         computed = dict(zip(fetch_set.values, results))
@@ -264,14 +221,14 @@ class Session:
                                  "placeholders are fed")
             if node in feeds:
                 raise user_error(ValueError, "Session.run", f"feed_dict: placeholder {node.name!r} is fed twice")
-            feeds[node] = _checked_value(value, node._shape, node._dtype, "Session.run",
+            feeds[node] = checked_value(value, node._shape, node._dtype, "Session.run",
                                          f"feed_dict: the value for placeholder {node.name!r}")
         return feeds
 
     def _commit(self, fetch_set, new_values):
         """Checks every update of the run, then applies them all (or none). Returns {assign node: value}."""
         checked = [
-            _checked_value(value, variable._shape, variable._dtype, "Session.run", f"update of Variable "
+            checked_value(value, variable._shape, variable._dtype, "Session.run", f"update of Variable "
                            f"{variable.name!r}")
             for (_, variable, _), value in zip(fetch_set.updates, new_values)
         ]
@@ -280,4 +237,4 @@ class Session:
         return {node: value for (node, _, _), value in zip(fetch_set.updates, checked)}
 
 
-__all__ = ["Session", "assign", "group", "gradients"]
+__all__ = ["Session", "gradients"]

@@ -1,19 +1,23 @@
-"""Tensor operators and methods, and NumPy interop (`__array_ufunc__`, `__array_function__`).
+"""The one binder: Tensor's operators and methods, `backward`, and NumPy interop
+(`__array_ufunc__`, `__array_function__`, which dispatches to `dagrad.numpy`).
 
-Every method is one of the op library's functions; nothing here computes on its own.
+Every method is one of the op library's functions; nothing here computes on its own. It sits
+above the op library and `dagrad.numpy` so that it can name them all; `dagrad/__init__.py`
+imports it right after them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.autodiff import backward
-from .._core.errors import user_error
-from .._core.shapes import normalize_axis
-from .._core.tensor import Tensor
-from . import elementwise as ew
-from . import linalg, reduce
-from . import shape as sh
+from . import numpy as dnp
+from ._core.autodiff import backward
+from ._core.errors import user_error
+from ._core.shapes import normalize_axis
+from ._core.tensor import Tensor
+from .ops import elementwise as ew
+from .ops import linalg, reduce
+from .ops import shape as sh
 
 
 def _reflected(function):
@@ -121,8 +125,6 @@ _FUNCTIONS = {}  # numpy function -> dagrad.numpy function, filled on first use
 
 def _numpy_functions():
     if not _FUNCTIONS:
-        from .. import numpy as dnp
-
         for name in dir(dnp):
             ours, theirs = getattr(dnp, name), getattr(np, name, None)
             if callable(ours) and callable(theirs) and getattr(ours, "__module__", "").startswith("dagrad"):

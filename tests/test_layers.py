@@ -1,0 +1,114 @@
+"""The layers of ../shared/DESIGN.md, checked on the source: a module imports only from its own
+layer or below, never in a loop, and never from inside a function to dodge one."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "dagrad"
+
+# (module name prefix, layer), the most specific prefix wins
+LAYERS = [
+    ("dagrad._core", 0), ("dagrad._version", 0),
+    ("dagrad.ops", 1),
+    ("dagrad.transforms", 2), ("dagrad.compile", 2),
+    ("dagrad.static", 3), ("dagrad.numpy", 3), ("dagrad.linalg", 3), ("dagrad.function", 3),
+    ("dagrad.check", 3), ("dagrad.viz", 3), ("dagrad._methods", 3),
+    ("dagrad.nn", 4), ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4),
+    ("dagrad.demo", 5), ("dagrad.__main__", 5),  # applications of the whole library
+    ("dagrad", 5),  # the package's face: it re-exports everything
+]
+# Function-level imports that do not dodge a cycle: the command line loads the demo only when asked
+LAZY_OK = {"dagrad.__main__", "dagrad.demo"}
+
+
+def _layer(module):
+    for prefix, layer in LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    raise AssertionError(f"{module} has no layer: add it to LAYERS")
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+def _imports(name, path):
+    """(imported module, line, at module level) for every import of a dagrad module in `path`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    top = set(map(id, tree.body))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("dagrad"):
+                continue
+            folder = SRC / target.replace(".", "/")
+            submodules = {f"{target}.{a.name}" for a in node.names
+                          if (folder / f"{a.name}.py").exists() or (folder / a.name / "__init__.py").exists()}
+            # `from . import numpy` imports the module dagrad.numpy; `from . import x` of a name, the package
+            modules = submodules if len(submodules) == len(node.names) else submodules | {target}
+            for m in modules:
+                found.append((m, node.lineno, id(node) in top))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dagrad"):
+                    found.append((alias.name, node.lineno, id(node) in top))
+    return found
+
+
+MODULES = dict(_modules())
+IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_every_module_has_a_layer():
+    for name in MODULES:
+        _layer(name)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_upward_and_no_function_level_imports(name):
+    for target, line, at_top in IMPORTS[name]:
+        where = f"{MODULES[name].relative_to(SRC)}:{line}"
+        if target == "dagrad" and _layer(name) < 5:
+            raise AssertionError(f"{where}: imports the package's face `dagrad`; import the module itself")
+        if _layer(target) > _layer(name):
+            raise AssertionError(f"{where}: {name} (layer {_layer(name)}) imports {target} (layer {_layer(target)})")
+        if not at_top and name not in LAZY_OK:
+            raise AssertionError(f"{where}: a function-level import of {target}; import it at the top")
+
+
+def test_no_import_cycles():
+    graph = {name: sorted({t for t, _, _ in IMPORTS[name] if t in MODULES and t != name}) for name in MODULES}
+    # a package's __init__ importing its own submodules is how a package is made, not a cycle
+    def edges(name):
+        return [t for t in graph[name] if not t.startswith(name + ".")]
+
+    state, path = {}, []
+
+    def visit(name):
+        state[name] = "open"
+        path.append(name)
+        for t in edges(name):
+            if state.get(t) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(t):] + [t]))
+            if t not in state:
+                visit(t)
+        path.pop()
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
