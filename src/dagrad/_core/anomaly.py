@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from .errors import location, user_line
+from .op import set_anomaly_checks
 from .tensor import Tensor, is_symbolic
 
 __all__ = ["detect_anomaly", "is_anomaly_enabled"]
@@ -26,14 +27,7 @@ class _Local(threading.local):
 
 _local = _Local()
 _lock = threading.Lock()
-_active = 0  # contexts open in any thread: the switch is on while this is positive
-
-
-class _Switch:
-    on = False  # read by every op and every backward step: the checks below run only while it is on
-
-
-switch = _Switch()
+_active = 0  # contexts open in any thread: the checks are on (for every thread) while this is positive
 
 
 def is_anomaly_enabled():
@@ -55,7 +49,7 @@ class detect_anomaly:
         global _active
         with _lock:
             _active += 1
-            switch.on = True
+            set_anomaly_checks(True, check_forward, check_gradient)
         _local.depth += 1
         return self
 
@@ -64,7 +58,7 @@ class detect_anomaly:
         _local.depth -= 1
         with _lock:
             _active -= 1
-            switch.on = _active > 0
+            set_anomaly_checks(_active > 0, check_forward, check_gradient)
 
 
 def _raw(value):

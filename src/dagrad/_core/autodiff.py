@@ -14,10 +14,8 @@ from sys import getrefcount
 
 import numpy as np
 
-from .anomaly import check_gradient
-from .anomaly import switch as _anomaly
 from .errors import _provenance, location, user_error, user_line
-from .op import REGISTRY
+from .op import REGISTRY, anomaly_checks
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
 from .tensor import Tensor, _grad_mode, _leaf, is_symbolic, write_clock
@@ -106,7 +104,8 @@ def _check_versions(node):
 
 
 def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):
-    check = _anomaly.on  # anomaly mode: each cotangent is checked for NaN and Inf
+    check_gradient = anomaly_checks()  # anomaly mode: each cotangent is checked for NaN and Inf
+    check = check_gradient is not None
     last_write = write_clock.last  # nodes recorded after the latest in-place write need no check
     grads = {}
     leaves = {}

@@ -20,8 +20,6 @@ from sys import _getframe
 
 import numpy as np
 
-from .anomaly import check_forward
-from .anomaly import switch as _anomaly
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
 from .shapes import shape_of
@@ -122,10 +120,28 @@ def _call_forward(op, values, attrs):
         raise op_error(op.name, values, err) from err
 
 
+# Anomaly mode (dg.detect_anomaly, _core/anomaly.py) turns these on through `set_anomaly_checks`:
+# a plain global flag, because every op reads it (an attribute of an object cost about 2% in workload (a))
+_ANOMALY = False
+_CHECK_FORWARD = _CHECK_GRADIENT = None
+
+
+def set_anomaly_checks(on, check_forward, check_gradient):
+    """Turns the checks of anomaly mode on or off for every thread (each check asks its own thread)."""
+    global _ANOMALY, _CHECK_FORWARD, _CHECK_GRADIENT
+    _CHECK_FORWARD, _CHECK_GRADIENT = check_forward, check_gradient
+    _ANOMALY = on
+
+
+def anomaly_checks():
+    """The gradient check to call in the reverse sweep, or None when anomaly mode is off."""
+    return _CHECK_GRADIENT if _ANOMALY else None
+
+
 def _result(op, out, inputs, attrs, record, level=0):
     """An op's result box at `level`: it records op, inputs and attrs when `record`."""
-    if _anomaly.on and not isinstance(out, Tensor):  # the innermost level computed `out` itself
-        check_forward(op, out, inputs)
+    if _ANOMALY and not isinstance(out, Tensor):  # the innermost level computed `out` itself
+        _CHECK_FORWARD(op, out, inputs)
     t = _new(Tensor)
     t._value = out
     t._grad = None
