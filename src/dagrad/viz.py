@@ -30,8 +30,8 @@ import numpy as np
 from ._core.autodiff import reverse_sweep
 from ._core.errors import location, user_error
 from ._core.ir import Graph, Symbol, format_node, show_value
-from ._core.op import REGISTRY
 from ._core.tensor import Tensor, _grad_mode, _new, next_seq
+from .ops.elementwise import full_like
 
 __all__ = ["listing", "to_dot", "to_svg", "draw"]
 
@@ -150,7 +150,7 @@ def _static_view(graph, nodes, output, limit):
             if isinstance(a, int):
                 uses.setdefault(a, []).append(i)
     for i, e in enumerate(view.entries):
-        if not e.backward and e.node.op is not None and e.node.op.name == "full_like" and i in uses:
+        if not e.backward and e.node.op is not None and e.node.op is full_like.op and i in uses:
             e.backward = all(view.entries[j].backward for j in uses[i])
     return view
 
@@ -285,7 +285,7 @@ def _add_backward(view, root, nodes, labels):
     # every rule that uses it records its result
     seed = _new(Tensor)
     seed._value = np.ones(root.shape, root.dtype)
-    seed.op, seed.inputs, seed.attrs = REGISTRY["full_like"], (top,), {"fill_value": 1, "dtype": None}
+    seed.op, seed.inputs, seed.attrs = full_like.op, (top,), {"fill_value": 1, "dtype": None}
     seed._grad, seed._level, seed._requires_grad, seed._seq, seed._code = None, 0, True, next_seq(), None
     previous = _grad_mode.enabled
     _grad_mode.enabled = True

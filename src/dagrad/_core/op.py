@@ -32,9 +32,11 @@ _INSIDE = {}  # file name -> whether it is dagrad's own (provenance skips those 
 class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
-    __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random")
+    __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
+                 "shape_source")
 
-    def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False):
+    def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
+                 shape_source=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -43,24 +45,27 @@ class Op:
         self.differentiable = differentiable
         self.function = None
         self.random = random  # draws new values at each run: never folded, merged or run on stand-ins
+        self.fresh = fresh  # always returns a new array (beside ufuncs): generated code may write into it
+        # takes unknown sizes from an extra last input (a node whose run-time shape fills them in)
+        self.shape_source = shape_source
 
     def __repr__(self):
         return f"<op {self.name}>"
 
 
-def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None):
+def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
     `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as described in the
     module docstring; an op with neither is non-differentiable (its output never requires
     grad, e.g. comparisons). `nargs` (1 or 2) selects a fast calling convention for
-    elementwise ops without attributes.
+    elementwise ops without attributes. `fresh` and `shape_source`: see Op.
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
     if (vjp is None) != (jvp is None):
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
-    op = Op(name, forward, vjp, jvp, shape, vjp is not None)
+    op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source)
     if nargs == 1:
         op.function = _unary_function(op)
     elif nargs == 2:

@@ -32,8 +32,6 @@ import numpy as np
 from .._core.errors import GENERATED_PREFIX
 from .._core.ir import Symbol
 
-# ops whose result is always a new array (when it has at least one dimension); ufuncs are too
-FRESH_OPS = frozenset(("sum", "prod", "cumsum", "where", "full_like", "concatenate", "stack", "add_n", "multiply_n"))
 COMMENT_COLUMN = 56
 MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut: names stay readable
 FILENAME_PREFIX = GENERATED_PREFIX  # the file name of generated code, in tracebacks and linecache
@@ -371,7 +369,7 @@ class _MemoryPlan:
                     buffer[node] = buffer[target]
                     self.out_into[node] = target
                     roots = (buffer[target],)
-                elif len(node._shape) > 0 and (isinstance(node.op.forward, np.ufunc) or node.op.name in FRESH_OPS):
+                elif len(node._shape) > 0 and (isinstance(node.op.forward, np.ufunc) or node.op.fresh):
                     buffer[node] = node
                     roots = (node,)
                 else:

@@ -12,8 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.ir import Symbol, new_symbol
-from .._core.op import REGISTRY, Op
+from .._core.op import Op
 from .._core.shapes import broadcast_shapes
+from ..ops import elementwise, reduce, shape
+
+# the ops the rewrites know, by identity
+ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, POWER, POSITIVE, ASTYPE, STOP_GRADIENT, FULL_LIKE = (
+    f.op for f in (elementwise.add, elementwise.subtract, elementwise.multiply, elementwise.divide,
+                   elementwise.negative, elementwise.power, elementwise.positive, elementwise.astype,
+                   elementwise.stop_gradient, elementwise.full_like))
+RESHAPE, BROADCAST_TO, TRANSPOSE, CONCATENATE, EXPAND_DIMS = (
+    f.op for f in (shape.reshape, shape.broadcast_to, shape.transpose, shape.concatenate, shape.expand_dims))
+SUM, SUM_TO = reduce.sum.op, reduce.sum_to.op
 
 MAX_ROUNDS = 20
 # An n-ary node needs all its operands at once, where the chain it replaces needed two: a long
@@ -140,7 +150,7 @@ def _fold(node, context):
         return None
     symbols = [a for a in node.inputs if isinstance(a, Symbol)]
     # full_like needs only its input's shape, which is known: the result is a constant
-    if node.op.name == "full_like" and _small(node):
+    if node.op is FULL_LIKE and _small(node):
         attrs = node.attrs
         value = np.full(node._shape, attrs["fill_value"], dtype=attrs["dtype"] or node.inputs[0]._dtype)
         return context.constant(node, value), "full_like -> constant"
@@ -231,7 +241,7 @@ def _scalar(value):
             if data.dtype.kind in "fc" and not np.all(np.signbit(data) == np.signbit(data.flat[0])):
                 return None  # -0.0 == 0.0, but x + [-0.0, 0.0] is not x + (-0.0)
             return data.flat[0]
-        if value.op is not None and value.op.name == "full_like":
+        if value.op is not None and value.op is FULL_LIKE:
             dtype = value.attrs["dtype"] or value.inputs[0]._dtype
             return np.asarray(value.attrs["fill_value"], dtype=dtype)[()]
         return None
@@ -264,8 +274,8 @@ def _same_type(node, x):
     return isinstance(x, Symbol) and x._shape == node._shape and x._dtype == node._dtype
 
 
-def _op(node, *names):
-    return node.op is not None and node.op.name in names
+def _op(node, *ops):
+    return node.op is not None and node.op in ops
 
 
 def _simplify(node, context):
@@ -280,7 +290,7 @@ def _simplify(node, context):
 
 def _multiply_by_one(node, context):
     # x*1 -> x and 1*x -> x (exact for every x, including nan, inf and -0.0)
-    if _op(node, "multiply"):
+    if _op(node, MULTIPLY):
         x, y = node.inputs
         if _is(y, 1) and _same_type(node, x):
             return x, "x*1 -> x"
@@ -291,7 +301,7 @@ def _multiply_by_one(node, context):
 
 def _add_zero(node, context):
     # x+(-0.0) -> x is exact; x+0.0 is not (-0.0+0.0 is +0.0), so only integer x+0 goes too
-    if _op(node, "add"):
+    if _op(node, ADD):
         x, y = node.inputs
         for a, b in ((x, y), (y, x)):
             if _same_type(node, a) and (_is(b, 0, negative_zero=True) or (a._dtype.kind in "iub" and _is(b, 0))):
@@ -301,7 +311,7 @@ def _add_zero(node, context):
 
 def _subtract_zero(node, context):
     # x-0.0 -> x (exact: -0.0-0.0 is -0.0); x-(-0.0) is x+0.0, which is not
-    if _op(node, "subtract"):
+    if _op(node, SUBTRACT):
         x, y = node.inputs
         if _same_type(node, x) and _is(y, 0, negative_zero=False):
             return x, "x-0 -> x"
@@ -310,7 +320,7 @@ def _subtract_zero(node, context):
 
 def _divide_by_one(node, context):
     # x/1 -> x (exact; an integer x divides to floats, which the dtype check keeps)
-    if _op(node, "divide"):
+    if _op(node, DIVIDE):
         x, y = node.inputs
         if _is(y, 1) and _same_type(node, x):
             return x, "x/1 -> x"
@@ -319,9 +329,9 @@ def _divide_by_one(node, context):
 
 def _double_negation(node, context):
     # --x -> x (negation is exact)
-    if _op(node, "negative"):
+    if _op(node, NEGATIVE):
         (x,) = node.inputs
-        if isinstance(x, Symbol) and _op(x, "negative") and _same_type(node, x.inputs[0]):
+        if isinstance(x, Symbol) and _op(x, NEGATIVE) and _same_type(node, x.inputs[0]):
             return x.inputs[0], "--x -> x"
     return None
 
@@ -329,7 +339,7 @@ def _double_negation(node, context):
 def _power(node, context):
     # x**0 -> 1 (C's pow gives 1 for every x, nan and inf included); x**1 -> x;
     # x**2 -> x*x (NumPy computes a square exactly as x*x: the property tests check it)
-    if _op(node, "power"):
+    if _op(node, POWER):
         x, y = node.inputs
         if _is(y, 0) and isinstance(x, Symbol) and _small(node):
             return context.constant(node, np.ones(node._shape, node._dtype)), "x**0 -> 1"
@@ -337,7 +347,7 @@ def _power(node, context):
             return x, "x**1 -> x"
         if _is(y, 2) and _same_type(node, x) and _shape(y) == ():
             # only a scalar exponent: with an array of 2s NumPy calls pow(), which may round differently
-            return context.build(node, REGISTRY["multiply"], (x, x)), "x**2 -> x*x"
+            return context.build(node, MULTIPLY, (x, x)), "x**2 -> x*x"
     return None
 
 
@@ -345,30 +355,30 @@ def _identity(node, context):
     # ops that return their input unchanged at these shapes: reshape or broadcast_to to its own
     # shape, sum_to a like-shaped target, astype to its own dtype, a transpose that keeps the
     # order, positive, stop_gradient (gradients are already built)
-    if not _op(node, "reshape", "broadcast_to", "sum_to", "astype", "transpose", "positive", "stop_gradient"):
+    if not _op(node, RESHAPE, BROADCAST_TO, SUM_TO, ASTYPE, TRANSPOSE, POSITIVE, STOP_GRADIENT):
         return None
     x = node.inputs[0]
     if not _same_type(node, x):
         return None
-    if _op(node, "transpose") and tuple(node.attrs["axes"]) != tuple(range(len(node._shape))):
+    if _op(node, TRANSPOSE) and tuple(node.attrs["axes"]) != tuple(range(len(node._shape))):
         return None
     return x, f"{node.op.name} that changes nothing -> x"
 
 
 def _reshape_of_reshape(node, context):
     # reshape(reshape(x, a), b) -> reshape(x, b): a reshape reads elements in C order either way
-    if _op(node, "reshape") and len(node.inputs) == 1:
+    if _op(node, RESHAPE) and len(node.inputs) == 1:
         x = node.inputs[0]
-        if isinstance(x, Symbol) and _op(x, "reshape") and len(x.inputs) == 1:
+        if isinstance(x, Symbol) and _op(x, RESHAPE) and len(x.inputs) == 1:
             return context.build(node, node.op, (x.inputs[0],), node.attrs), "reshape of reshape -> reshape"
     return None
 
 
 def _transpose_of_transpose(node, context):
     # transpose(transpose(x, a), b) -> transpose(x, a[b])
-    if _op(node, "transpose"):
+    if _op(node, TRANSPOSE):
         x = node.inputs[0]
-        if isinstance(x, Symbol) and _op(x, "transpose"):
+        if isinstance(x, Symbol) and _op(x, TRANSPOSE):
             inner, outer = x.attrs["axes"], node.attrs["axes"]
             axes = tuple(inner[a] for a in outer)
             return context.build(node, node.op, (x.inputs[0],), {"axes": axes}), "transpose of transpose -> transpose"
@@ -378,18 +388,18 @@ def _transpose_of_transpose(node, context):
 def _sum_to_known_shape(node, context):
     # sum_to(x, like) with known sizes -> sum over the broadcast axes (then a reshape), so that
     # `like` need not stay alive until then
-    if _op(node, "sum_to"):
+    if _op(node, SUM_TO):
         x = node.inputs[0]
         if not isinstance(x, Symbol) or x._shape == node._shape:
             return None  # folding's or _identity's case
         shape, x_shape = node._shape, x._shape
         lead = len(x_shape) - len(shape)
         if lead < 0:
-            return context.build(node, REGISTRY["broadcast_to"], (x,), {"shape": shape}), "sum_to -> sum"
+            return context.build(node, BROADCAST_TO, (x,), {"shape": shape}), "sum_to -> sum"
         axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x_shape[lead + i] != 1)
-        total = context.build(node, REGISTRY["sum"], (x,), {"axis": axes, "keepdims": True}) if axes else x
+        total = context.build(node, SUM, (x,), {"axis": axes, "keepdims": True}) if axes else x
         if total._shape != shape:
-            total = context.build(node, REGISTRY["reshape"], (total,), {"shape": shape})
+            total = context.build(node, RESHAPE, (total,), {"shape": shape})
         return total, "sum_to -> sum"
     return None
 
@@ -399,12 +409,12 @@ def _nary_unit(node, context):
     # a running result r that already has the node's dtype gives r+(-0.0) == r and r*1 == r exactly.
     # The running result is the node's own array from the second operand on (see _nary_forward);
     # for the first pair, the other operand must have the node's shape and dtype.
-    name = _NARY_OPS.get(node.op)
-    if name is None:
+    base = _NARY_OPS.get(node.op)
+    if base is None:
         return None
     xs = node.inputs
     for k, u in enumerate(xs):
-        if isinstance(u, Symbol) or np.ndim(u) or not (_is(u, 1) if name == "multiply" else
+        if isinstance(u, Symbol) or np.ndim(u) or not (_is(u, 1) if base is MULTIPLY else
                                                          _is(u, 0, negative_zero=True)):
             continue
         if np.result_type(node._dtype, u) != node._dtype:
@@ -413,28 +423,28 @@ def _nary_unit(node, context):
             continue
         rest = xs[:k] + xs[k + 1:]
         if len(rest) == 1:
-            return rest[0], f"{name}_n without its unit operand"
-        op = NARY[name] if len(rest) > 2 else REGISTRY[name]
-        return context.build(node, op, rest), f"{name}_n without its unit operand"
+            return rest[0], f"{base.name}_n without its unit operand"
+        op = NARY[base] if len(rest) > 2 else base
+        return context.build(node, op, rest), f"{base.name}_n without its unit operand"
     return None
 
 
 def _stack_of_expanded(node, context):
     # concatenate([expand_dims(x1, a), ..., expand_dims(xn, a)], axis=a) -> stack([x1, ..., xn], axis=a):
     # the same array, one node instead of n+1 (jacobians and hessians assemble rows this way)
-    if not _op(node, "concatenate") or len(node.inputs) < 2:
+    if not _op(node, CONCATENATE) or len(node.inputs) < 2:
         return None
     axis = node.attrs["axis"]
     parts = []
     for a in node.inputs:
-        if not (isinstance(a, Symbol) and _op(a, "expand_dims") and tuple(a.attrs["axis"]) == (axis,)
+        if not (isinstance(a, Symbol) and _op(a, EXPAND_DIMS) and tuple(a.attrs["axis"]) == (axis,)
                 and context.uses.get(a) == 1 and a not in context.outputs):
             return None
         parts.append(a.inputs[0])
     return context.build(node, STACK, parts, {"axis": axis}), "concatenate of expand_dims -> stack"
 
 
-_EXACT_WITH_SCALARS = ("add", "subtract", "multiply", "divide")
+_EXACT_WITH_SCALARS = (ADD, SUBTRACT, MULTIPLY, DIVIDE)
 
 
 def _uniform_constant(node, context):
@@ -492,26 +502,27 @@ def _nary_forward(ufunc):
     return forward
 
 
+# op -> its n-ary form (add_n, multiply_n), and back
 NARY = {
-    name: Op(f"{name}_n", _nary_forward(getattr(np, name)), None, None, broadcast_shapes, False)
-    for name in ("add", "multiply")
+    base: Op(f"{base.name}_n", _nary_forward(getattr(np, base.name)), None, None, broadcast_shapes, False, fresh=True)
+    for base in (ADD, MULTIPLY)
 }
-_NARY_OPS = {op: name for name, op in NARY.items()}
+_NARY_OPS = {nary: base for base, nary in NARY.items()}
 
 
 def _stack_shape(*shapes, axis):
     return shapes[0][:axis] + (len(shapes),) + shapes[0][axis:]
 
 
-STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), None, None, _stack_shape, False)
+STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), None, None, _stack_shape, False, fresh=True)
 
 
-def _chain_operands(x, name, node, context):
-    """The operands of `x` if it is a chain of `name` that can join `node`'s: read only by `node`,
+def _chain_operands(x, base, node, context):
+    """The operands of `x` if it is a chain of op `base` that can join `node`'s: read only by `node`,
     of `node`'s shape and dtype (so that every step of the joined chain has that shape and dtype)."""
     if not isinstance(x, Symbol) or context.uses.get(x) != 1 or x in context.outputs or not _same_type(node, x):
         return None
-    if _op(x, name) or _NARY_OPS.get(x.op) == name:
+    if _op(x, base) or _NARY_OPS.get(x.op) is base:
         return list(x.inputs)
     return None
 
@@ -520,14 +531,14 @@ def _flatten(node, context):
     # (a+b)+c -> add_n(a, b, c), evaluated left to right: the same roundings in the same order.
     # c+(a+b) is left alone: its value does not depend on the order, but when both operands are NaN
     # the NaN that comes out (its sign bit) does
-    name = _NARY_OPS.get(node.op) or (node.op.name if _op(node, "add", "multiply") else None)
-    if name is None:
+    base = _NARY_OPS.get(node.op) or (node.op if _op(node, ADD, MULTIPLY) else None)
+    if base is None:
         return None
     rest = list(node.inputs[1:])
-    operands = _chain_operands(node.inputs[0], name, node, context)
+    operands = _chain_operands(node.inputs[0], base, node, context)
     if operands is None or len(operands) + len(rest) > MAX_OPERANDS:
         return None
-    return context.build(node, NARY[name], operands + rest), f"flattened a chain of {name} into {name}_n"
+    return context.build(node, NARY[base], operands + rest), f"flattened a chain of {base.name} into {base.name}_n"
 
 
 def flatten_associative(program, report):

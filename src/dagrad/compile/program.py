@@ -16,10 +16,6 @@ from .._core.errors import caller_line
 from .._core.ir import Graph, Symbol, ancestors, new_symbol
 from .._core.shapes import runtime_shape
 
-# Ops that take unknown sizes from an extra "shape source" input (see ops/shape.py); once
-# sizes are known the target shape is written into the attrs and that input is dropped.
-_SHAPE_SOURCE_OPS = ("reshape", "broadcast_to", "index_add")
-
 
 class Program:
     """Nodes in a topological order, the inputs (function arguments) and the outputs."""
@@ -150,7 +146,9 @@ def _rebuild(graph, node, args):
     """A copy of op node `node` over `args`, with its shape worked out again from theirs (its dtype
     does not depend on sizes, so it is kept)."""
     attrs = node.attrs
-    if node.op.name in _SHAPE_SOURCE_OPS and len(args) > 1 and isinstance(args[-1], Symbol):
+    # an op that took unknown sizes from an extra "shape source" input (see ops/shape.py): once the
+    # sizes are known the target shape is written into the attrs and that input is dropped
+    if node.op.shape_source and len(args) > 1 and isinstance(args[-1], Symbol):
         attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [_Sized(args[-1]._shape)])}
         args = args[:-1]
     shapes = [a._shape if isinstance(a, Symbol) else _shape_of(a) for a in args]

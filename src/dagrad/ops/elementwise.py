@@ -191,6 +191,7 @@ where = defop(
     vjp=(None, lambda g, out, c, x, y: where(c, g, 0), lambda g, out, c, x, y: where(c, 0, g)),
     jvp=(None, lambda t, out, c, x, y: where(c, t, 0), lambda t, out, c, x, y: where(c, 0, t)),
     shape=broadcast_shapes,
+    fresh=True,
 ).function
 
 def _fmax_rule(first, wins):
@@ -277,6 +278,7 @@ _full_like = defop(
     "full_like",
     lambda x, fill_value, dtype: np.full_like(x, fill_value, dtype=dtype),
     shape=lambda shape, fill_value, dtype: shape,
+    fresh=True,
 )
 
 

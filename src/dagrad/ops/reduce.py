@@ -40,6 +40,7 @@ _sum = defop(
     vjp=(lambda g, out, x, axis, keepdims: _expand(g, _shape(x), axis, keepdims),),
     jvp=(lambda t, out, x, axis, keepdims: sum(t, axis=axis, keepdims=keepdims),),
     shape=_reduction_shape,
+    fresh=True,
 )
 
 
@@ -87,6 +88,7 @@ _prod = defop(
     vjp=(lambda g, out, x, axis, keepdims: _keep(g, _shape(x), axis, keepdims) * _prod_weights(x, axis),),
     jvp=(lambda t, out, x, axis, keepdims: sum(t * _prod_weights(x, axis), axis=axis, keepdims=keepdims),),
     shape=_reduction_shape,
+    fresh=True,
 )
 
 
@@ -105,6 +107,7 @@ _cumsum = defop(
          else _reverse_cumsum(g, axis),),
     jvp=(lambda t, out, x, axis: cumsum(t, axis),),
     shape=_cumsum_shape,
+    fresh=True,
 )
 
 def _sum_to_forward(x, like):

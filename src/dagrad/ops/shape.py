@@ -64,6 +64,7 @@ _reshape = defop(
     vjp=(lambda g, out, x, *source, shape: reshape(g, _shape(x)),),
     jvp=(lambda t, out, x, *source, shape: reshape(t, _shape(out)),),
     shape=_reshape_shape,
+    shape_source=True,
 )
 
 
@@ -146,6 +147,7 @@ _broadcast_to = defop(
     vjp=(lambda g, out, x, *source, shape: g,),  # the engine sums g back down to x's shape
     jvp=(lambda t, out, x, *source, shape: broadcast_to(t, _shape(out)),),
     shape=lambda x_shape, *source_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
+    shape_source=True,
 )
 
 
@@ -261,6 +263,7 @@ _index_add = defop(
     vjp=(lambda g, out, v, *source, index, shape: getitem(g, index),),
     jvp=(lambda t, out, v, *source, index, shape: index_add(t, index, _shape(out)),),
     shape=lambda v_shape, *source_shape, index, shape: tuple(shape),
+    shape_source=True,
 )
 
 
@@ -315,6 +318,7 @@ _concatenate = defop(
     vjp=_concatenate_vjp,
     jvp=_concatenate_jvp,
     shape=_concatenate_shape,
+    fresh=True,
 )
 
 
