@@ -70,12 +70,11 @@ def comment(text):
 class Generated:
     """The generated function, its source and its namespace, and which node each line computes."""
 
-    def __init__(self, source, namespace, function, line_nodes, names, bindings, constants):
+    def __init__(self, source, namespace, function, line_nodes, bindings, constants):
         self.source = source
         self.namespace = namespace
         self.function = function
         self.line_nodes = line_nodes  # line number in `source` -> node
-        self.names = names  # node -> its name in the source
         self.bindings = bindings  # op -> the name its forward has in the source
         self.constants = constants  # name -> array, for the arrays the source names
 
@@ -88,7 +87,7 @@ def generate(program, name="f", grouped=False, reserved=()):
     No name in the source is one of `reserved`. The source is registered with `linecache`
     (tracebacks show its lines) for as long as the function lives.
     """
-    source, line_nodes, names, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
+    source, line_nodes, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
     number = _file_number()
     filename = f"{FILENAME_PREFIX}{name} #{number}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -99,7 +98,7 @@ def generate(program, name="f", grouped=False, reserved=()):
     function = namespace.pop(name)  # not left in its own globals: without that cycle it dies by refcount, at once
     function.__dagrad_filename__ = filename
     weakref.finalize(function, _release, filename, number)  # the entry and the number go with the function
-    return Generated(source, namespace, function, line_nodes, names, bindings, constants.arrays)
+    return Generated(source, namespace, function, line_nodes, bindings, constants.arrays)
 
 
 def _write(program, name, grouped, reserved):
@@ -165,7 +164,7 @@ def _write(program, name, grouped, reserved):
     params = ", ".join(names[n] for n in program.inputs)
     returned = ", ".join(results) + ("," if len(results) == 1 else "")
     source = "\n".join([f"def {name}({params}):", *lines, f"    return ({returned})"])
-    return source, line_nodes, names, bindings, constants, namespace, name
+    return source, line_nodes, bindings, constants, namespace, name
 
 
 def _keyword_arguments(attrs, constants):

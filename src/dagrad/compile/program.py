@@ -63,9 +63,6 @@ class Program:
             counts[o] += 1
         return counts
 
-    def listing(self):
-        return self.graph.listing()
-
 
 def _seq(node):
     return node._seq
