@@ -1190,3 +1190,31 @@ def test_flattening_keeps_the_sign_of_nan():
     f = lambda a, b, c: c * (a * b)
     got, expected = dg.compile(f)(nan, nan, -nan), f(nan, nan, -nan)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+# ---------------------------------------------------------------- the reference interpreter (issue 13)
+
+
+def test_optimize_false_runs_the_reference_interpreter_with_clear_errors_and_own_arrays():
+    from dagrad.compile.interpret import eval_graph
+
+    x = np.arange(6.0)
+    plain = dg.compile(lambda v: (dg.reshape(v, (2, 3)), v), optimize=False)
+    shaped, same = plain(x)
+    identical(shaped, x.reshape(2, 3))
+    identical(same, x)
+    assert not np.shares_memory(shaped, x) and not np.shares_memory(same, x)  # the caller's arrays stay theirs
+    singular = np.zeros((2, 2))
+    inverse = dg.compile(lambda a: dg.linalg.inv(a) * 2.0, optimize=False)
+    built = inverse.__wrapped__.__code__.co_firstlineno
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        inverse(singular)
+    message = str(info.value)
+    assert "inv failed in dg.compile(..., optimize=False)" in message and "(2, 2) float64" in message
+    assert f"test_compile.py:{built}" in message  # the line that built the node
+    # the generated code of an unoptimised program computes what the interpreter does, bit for bit
+    f = dg.compile(lambda a, b: (dg.tanh(a) * b + 1.0).sum(axis=0), optimize=False)
+    a, b = np.linspace(-2, 2, 12).reshape(4, 3), np.linspace(0, 1, 3)
+    f(a, b)
+    entry = f._entry_for((a, b), {})
+    identical(entry.generated.function(a, b)[0], eval_graph(entry.program, [a, b])[0])

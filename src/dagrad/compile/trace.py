@@ -13,6 +13,7 @@ from .._core.tensor import Tensor, _grad_mode, _leaf
 from .cache import LRUCache
 from .codegen import generate, identifier
 from .export import export_module
+from .interpret import eval_graph, node_error
 from .passes import optimize
 from .program import Program
 from .signature import leaf_names, leaf_paths
@@ -75,10 +76,13 @@ class Compiled:
             arrays = [leaf.numpy() if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
         else:
             arrays = [leaves[k] for k in entry.arrays]
-        try:
-            results = entry.generated.function(*arrays)
-        except Exception as err:
-            raise explain(err, entry.generated, "compiled code") from err
+        if not self.optimize:  # the reference: each op's own forward, node by node
+            results = eval_graph(entry.program, arrays, "dg.compile(..., optimize=False)")
+        else:
+            try:
+                results = entry.generated.function(*arrays)
+            except Exception as err:
+                raise explain(err, entry.generated, "compiled code") from err
         if entry.wrap:
             results = [_leaf(np.asarray(r), False) for r in results]
         if entry.out_def is None:
@@ -227,10 +231,6 @@ def _identifier(name):
     return "f" if name == "lambda" else name
 
 
-def _dtype(value):
-    return getattr(value, "dtype", type(value).__name__)
-
-
 def explain(err, generated, where):
     """The error of a failing generated line, naming its op, its input shapes and the user's line."""
     tb = err.__traceback__
@@ -241,13 +241,4 @@ def explain(err, generated, where):
         tb = tb.tb_next
     if node is None:
         return err
-    inputs = ", ".join(f"{tuple(a._shape)} {a._dtype}" if isinstance(a, Symbol) else f"{np.shape(a)} {_dtype(a)}"
-                       for a in node.inputs)
-    # two lines of the user's: the one that built the failing node (a gradient's: its forward's line),
-    # and the call that ran the code
-    message = f"{node.op.name} failed in {where}: {err} (inputs: {inputs}; node built at {node.where}) at " \
-              f"{caller_line()}"
-    try:
-        return type(err)(message)
-    except Exception:
-        return RuntimeError(message)
+    return node_error(node, err, where)
