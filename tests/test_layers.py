@@ -150,7 +150,7 @@ def _named_ops(tree, names):
 def test_ops_are_named_by_identity_outside_their_declarations():
     names = _op_names()
     places = set()
-    for name, path in MODULES.items():
+    for path in MODULES.values():
         for line, op in _named_ops(ast.parse(path.read_text(encoding="utf-8")), names):
             places.add((str(path.relative_to(SRC)), op, line))
     assert {(p, op) for p, op, _ in places} == KNOWN_BY_NAME, sorted(places)
