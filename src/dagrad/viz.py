@@ -29,7 +29,7 @@ import numpy as np
 
 from ._core.autodiff import reverse_sweep
 from ._core.errors import location, user_error
-from ._core.ir import Graph, Symbol, format_node, show_value
+from ._core.ir import Graph, Symbol, TooManyNodes, format_node, show_value, walk
 from ._core.tensor import Tensor, _grad_mode, _new, next_seq
 from .ops.elementwise import full_like
 
@@ -107,10 +107,6 @@ def _view(obj, backward=False, limit=None):
                      f"got {type(obj).__name__}")
 
 
-class _TooBig(Exception):
-    pass
-
-
 # -- static graphs
 
 
@@ -127,7 +123,7 @@ _STATIC_KINDS = {"placeholder": "input", "variable": "parameter", "constant": "c
 
 def _static_view(graph, nodes, output, limit):
     if limit is not None and len(nodes) > limit:
-        raise _TooBig
+        raise TooManyNodes(limit)
     positions = {node: i for i, node in enumerate(graph.nodes)}
     labels = {node: _static_label(node, positions[node]) for node in nodes}
     view = _View()
@@ -158,7 +154,7 @@ def _static_view(graph, nodes, output, limit):
 def _symbol_nodes(symbol, backward):
     """The nodes `symbol` depends on, in graph order; with `backward`, also the gradient nodes that
     `dg.gradients` built from them (and what those depend on)."""
-    wanted = _ancestors([symbol])
+    wanted = walk([symbol])
     if backward:
         made = {}
         for node in symbol.graph.nodes:
@@ -167,25 +163,8 @@ def _symbol_nodes(symbol, backward):
                 continue
             if any(isinstance(a, Symbol) and (a in wanted or a in made) for a in node.inputs or ()):
                 made[node] = True
-        wanted.update(_ancestors(list(made)))
+        wanted.update(walk(list(made)))
     return [node for node in symbol.graph.nodes if node in wanted]
-
-
-def _ancestors(roots, limit=None):
-    """`roots` and every Tensor they depend on, in the order found (iteratively); past `limit`
-    nodes it gives up (raises _TooBig)."""
-    seen = {}
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen[node] = True
-        if limit is not None and len(seen) > limit:
-            raise _TooBig
-        if node.op is not None and node.inputs:
-            stack.extend(a for a in node.inputs if isinstance(a, Tensor) and a not in seen)
-    return seen
 
 
 # -- eager recordings
@@ -206,7 +185,7 @@ def _in_order(nodes):
 
 
 def _eager_view(root, backward, limit):
-    nodes = _ancestors([root], limit)
+    nodes = walk([root], limit=limit)
     view = _View()
     labels = {}
     for n in _in_order(nodes):
@@ -294,15 +273,7 @@ def _add_backward(view, root, nodes, labels):
     finally:
         _grad_mode.enabled = previous
     # the new nodes: what the gradients depend on, short of the forward graph
-    made = {}
-    stack = [ct for ct in grads.values() if isinstance(ct, Tensor)]
-    while stack:
-        n = stack.pop()
-        if n in made or n in originals or n in nodes:
-            continue
-        made[n] = True
-        if n.op is not None and n.inputs:
-            stack.extend(a for a in n.inputs if isinstance(a, Tensor))
+    made = walk([ct for ct in grads.values() if isinstance(ct, Tensor)], stop={**originals, **nodes})
     marks_at = [seq for seq, _ in marks]
     start = len(view.entries)
     for n in _in_order(made):
@@ -821,7 +792,7 @@ def _repr_svg_(self):
         return None
     try:
         return _svg(_view(self, False, _REPR_LIMIT))
-    except _TooBig:
+    except TooManyNodes:
         return None
 
 

@@ -333,18 +333,36 @@ def new_symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requ
     s.where = user_line()
     return graph._add(s, name)
 
-def ancestors(nodes):
-    """`nodes` and every node they depend on, in creation order (iteratively)."""
+class TooManyNodes(Exception):
+    """`walk` found more nodes than its limit."""
+
+
+def walk(roots, stop=(), limit=None):
+    """`roots` and every node they depend on (Symbols, or the recorded Tensors of eager code), as a
+    dict in the order found, iteratively; a node in `stop` is neither taken nor looked through.
+    Past `limit` nodes it raises TooManyNodes. The one ancestor walk of the package."""
     seen = {}
-    stack = list(nodes)
+    stack = list(roots)
     while stack:
         node = stack.pop()
-        if node in seen:
+        if node in seen or node in stop:
             continue
         seen[node] = True
-        if node.inputs:
-            stack.extend(a for a in node.inputs if isinstance(a, Symbol))
-    return sorted(seen, key=lambda n: n._seq)
+        if limit is not None and len(seen) > limit:
+            raise TooManyNodes(limit)
+        if node.op is not None and node.inputs:
+            stack.extend(a for a in node.inputs if isinstance(a, Tensor) and a not in seen)
+    return seen
+
+
+def ancestors(nodes):
+    """`nodes` and every node they depend on, in creation order."""
+    return sorted(walk(nodes), key=_seq)
+
+
+def _seq(node):
+    return node._seq
+
 
 def build(op, args, attrs):
     """The node for `op` applied to `args`, at least one of them a Symbol (called by dispatch)."""

@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from .._core.errors import caller_line
-from .._core.ir import Graph, Symbol, ancestors, new_symbol
+from .._core.ir import Graph, Symbol, ancestors, new_symbol, walk
 from .._core.shapes import runtime_shape
 
 
@@ -37,14 +37,7 @@ class Program:
         rewrite made takes the sequence number of the node it replaced). Returns how many were dropped."""
         nodes = self.graph.nodes
         needed = dict.fromkeys(self.inputs)
-        stack = self.symbol_outputs()
-        while stack:
-            node = stack.pop()
-            if node in needed and node.op is not None:
-                continue
-            needed[node] = True
-            if node.inputs:
-                stack.extend(a for a in node.inputs if isinstance(a, Symbol) and a not in needed)
+        needed.update(walk(self.symbol_outputs()))
         # a stable sort: among nodes of one sequence number, the one made first comes first
         order = sorted((n for n in nodes if n in needed), key=_seq)
         if len(order) != len(needed) or not _topological(order):
