@@ -13,11 +13,13 @@ import numpy as np
 from . import numpy as dnp
 from ._core.autodiff import backward
 from ._core.errors import user_error
+from ._core.ir import Graph
 from ._core.shapes import normalize_axis
 from ._core.tensor import Tensor
 from .ops import elementwise as ew
 from .ops import linalg, reduce
 from .ops import shape as sh
+from .viz import repr_svg
 
 
 def _reflected(function):
@@ -37,6 +39,7 @@ for _name, _function in _BINARY.items():
     setattr(Tensor, f"__r{_name}__", _reflected(_function))
 
 Tensor.backward = backward
+Tensor._repr_svg_ = Graph._repr_svg_ = repr_svg  # Jupyter's picture
 Tensor.__neg__ = ew.negative
 Tensor.__pos__ = ew.positive
 Tensor.__abs__ = ew.abs

@@ -783,7 +783,7 @@ def draw(t_or_graph, path, backward=False):
 _REPR_LIMIT = 600  # nodes; a larger graph shows as text in Jupyter (draw it to a file instead)
 
 
-def _repr_svg_(self):
+def repr_svg(self):
     """Jupyter's picture of a graph or of the graph that made a tensor (None: show the text)."""
     if isinstance(self, Graph):
         if not self.nodes:
@@ -794,7 +794,3 @@ def _repr_svg_(self):
         return _svg(_view(self, False, _REPR_LIMIT))
     except TooManyNodes:
         return None
-
-
-Graph._repr_svg_ = _repr_svg_
-Tensor._repr_svg_ = _repr_svg_
