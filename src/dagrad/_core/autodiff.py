@@ -15,27 +15,29 @@ from sys import getrefcount
 import numpy as np
 
 from .errors import _provenance, location, user_error, user_line
-from .op import REGISTRY, anomaly_checks
+from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
+from .structural import broadcast_to, reshape, sum_to
+from .structural import sum as sum_
 from .tensor import Tensor, _grad_mode, _leaf, is_symbolic, write_clock
 
 
 def _unbroadcast(ct, shape):
     """Sums a cotangent of a broadcast result back down to the input's `shape`."""
     if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
-        return REGISTRY["sum_to"].function(ct, shape.ref)
+        return sum_to(ct, shape.ref)
     ct_shape = _shape(ct)
     lead = len(ct_shape) - len(shape)
     if lead < 0:
-        return REGISTRY["broadcast_to"].function(ct, shape)
+        return broadcast_to(ct, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and ct_shape[lead + i] != 1
     )
     if axes:
-        ct = REGISTRY["sum"].function(ct, axis=axes, keepdims=True)
+        ct = sum_(ct, axis=axes, keepdims=True)
     if lead or _shape(ct) != shape:
-        ct = REGISTRY["reshape"].function(ct, shape)
+        ct = reshape(ct, shape)
     return ct
 
 

@@ -265,8 +265,10 @@ def _apply_forward_mode(op, args, attrs, level):
     if tangent is None:
         return out
     out_shape = shape_of(out)
-    if shape_of(tangent) != out_shape:
-        tangent = REGISTRY["broadcast_to"].function(tangent, out_shape)
+    if shape_of(tangent) != out_shape:  # a rule gave an input's tangent of a broadcast op
+        # NumPy's function: on an array a view, on a Tensor or Symbol dagrad's differentiable
+        # broadcast_to through __array_function__ (its module, _core/structural.py, imports this one)
+        tangent = np.broadcast_to(tangent, out_shape)
     return make_dual(out, tangent, level)
 
 

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core import structural
 from .._core.ir import Symbol, new_symbol
 from .._core.op import Op
 from .._core.shapes import broadcast_shapes
-from ..ops import elementwise, reduce, shape
+from ..ops import elementwise, shape
 
 # the ops the rewrites know, by identity
 ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, POWER, POSITIVE, ASTYPE, STOP_GRADIENT, FULL_LIKE = (
     f.op for f in (elementwise.add, elementwise.subtract, elementwise.multiply, elementwise.divide,
                    elementwise.negative, elementwise.power, elementwise.positive, elementwise.astype,
                    elementwise.stop_gradient, elementwise.full_like))
-RESHAPE, BROADCAST_TO, TRANSPOSE, CONCATENATE, EXPAND_DIMS = (
-    f.op for f in (shape.reshape, shape.broadcast_to, shape.transpose, shape.concatenate, shape.expand_dims))
-SUM, SUM_TO = reduce.sum.op, reduce.sum_to.op
+RESHAPE, BROADCAST_TO = structural.reshape.op, structural.broadcast_to.op
+TRANSPOSE, CONCATENATE, EXPAND_DIMS = (f.op for f in (shape.transpose, shape.concatenate, shape.expand_dims))
+SUM, SUM_TO = structural.sum.op, structural.sum_to.op
 
 MAX_ROUNDS = 20
 # An n-ary node needs all its operands at once, where the chain it replaces needed two: a long

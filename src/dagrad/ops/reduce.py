@@ -13,35 +13,15 @@ from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .elementwise import astype, equal, logical_and, logical_not, maximum, ones_like, where
-from .shape import broadcast_to, flip, reshape
-
-
-def _reduction_shape(shape, axis, keepdims):
-    return reduced_shape(shape, axis, keepdims)
-
-
-def _expand(g, shape, axis, keepdims):
-    """A reduced value broadcast back over the reduced axes of `shape`."""
-    kept = reduced_shape(shape, axis, True)
-    if _shape(g) != kept:
-        g = reshape(g, kept)
-    return broadcast_to(g, shape)
+from .._core.structural import reshape, sum, sum_to  # noqa: F401  (sum and sum_to are this family's, defined in the core)
+from .._core.structural import reduction_shape as _reduction_shape
+from .shape import flip
 
 
 def _keep(g, shape, axis, keepdims):
     """A reduced value reshaped to keep its reduced axes as size 1 (broadcastable to `shape`)."""
     kept = reduced_shape(shape, axis, True)
     return g if _shape(g) == kept else reshape(g, kept)
-
-
-_sum = defop(
-    "sum",
-    lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
-    vjp=(lambda g, out, x, axis, keepdims: _expand(g, _shape(x), axis, keepdims),),
-    jvp=(lambda t, out, x, axis, keepdims: sum(t, axis=axis, keepdims=keepdims),),
-    shape=_reduction_shape,
-    fresh=True,
-)
 
 
 def _extremum_weights(x, out, axis, keepdims):
@@ -110,48 +90,12 @@ _cumsum = defop(
     fresh=True,
 )
 
-def _sum_to_forward(x, like):
-    """x summed over the axes along which `like` was broadcast to x's shape."""
-    shape = np.shape(like)
-    lead = np.ndim(x) - len(shape)
-    if lead < 0:
-        return np.broadcast_to(x, shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and np.shape(x)[lead + i] != 1)
-    return np.sum(x, axis=axes, keepdims=True).reshape(shape) if axes else np.reshape(x, shape)
-
-
-# the engine's unbroadcast when sizes are unknown until a static graph runs
-_sum_to = defop(
-    "sum_to",
-    _sum_to_forward,
-    vjp=(lambda g, out, x, like: broadcast_to(g, _shape(x)), None),
-    jvp=(lambda t, out, x, like: sum_to(t, like), None),
-    shape=lambda x_shape, like_shape: tuple(like_shape),
-)
-
-
-@public(_sum_to)
-def sum_to(x, like):
-    """`x` summed down to the shape of `like` (undoing a broadcast), as the gradient of a broadcast needs."""
-    return apply(_sum_to, (x, like))
-
-
 def _arg_shape(shape, axis, keepdims):
     return reduced_shape(shape, None if axis is None else (axis,), keepdims)
 
 
 _argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
 _argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
-
-
-@public(_sum)
-def sum(x, axis=None, keepdims=False):
-    """Sum over `axis` (None: all), as `np.sum`.
-
-    >>> sum(np.ones((2, 3)), axis=0)
-    array([2., 2., 2.])
-    """
-    return apply(_sum, (x,), {"axis": normalize_axis(axis, _ndim(x), "sum", x), "keepdims": bool(keepdims)})
 
 
 def _count(x, axes, keepdims):

@@ -8,96 +8,14 @@ import numpy as np
 
 from .._core.op import apply, defop, public
 from .._core.errors import user_error
-from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
+from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
+from .._core.structural import broadcast_to, reshape, shape_source, target_shape
 from .elementwise import where
 from .._core.tensor import Tensor
-
-
-# Ops that take a target shape (reshape, broadcast_to, index_add) accept one with unknown
-# (None) sizes in a static graph when it is some node's SymbolicShape: that node becomes an
-# extra, non-differentiable input (`source`) whose runtime shape fills in the unknown sizes.
-def _shape_source(shape):
-    return shape.ref if isinstance(shape, SymbolicShape) and None in shape else None
-
-
-def _target_shape(shape, op_name, x, infer=False):
-    """`shape` (an integer or a sequence of them; None for a size a static graph knows only when it
-    runs) as a tuple of Python ints. Floats and bools are a TypeError, negative sizes a ValueError
-    (but -1, a size to infer, where `infer`), as NumPy."""
-    if not is_sequence(shape):
-        shape = (shape,)
-    out = []
-    for n in shape:
-        if type(n) is not int:
-            if n is None:
-                out.append(None)
-                continue
-            n = as_index(n, op_name, "size", x, within=shape)
-        if n < 0 and not (infer and n == -1):
-            allowed = " (only -1, once, for a size to infer)" if infer else ""
-            raise user_error(ValueError, op_name, f"negative size {n} in shape {tuple(shape)!r}{allowed}", x)
-        out.append(n)
-    return tuple(out)
-
-
-# -- reshape
-def _reshape_shape(in_shape, *source_shape, shape):
-    if -1 not in shape:
-        return tuple(shape)
-    known = [n for n in shape if n != -1]
-    if None in in_shape or None in known:
-        return tuple(None if n == -1 else n for n in shape)
-    total = int(np.prod(in_shape))
-    rest = int(np.prod(known))
-    if rest == 0 or total % rest:
-        raise ValueError(f"reshape: cannot reshape shape {tuple(in_shape)} into shape {tuple(shape)}")
-    return tuple(total // rest if n == -1 else n for n in shape)
-
-
-_reshape = defop(
-    "reshape",
-    lambda x, *source, shape: np.reshape(x, runtime_shape(shape, source)),
-    vjp=(lambda g, out, x, *source, shape: reshape(g, _shape(x)),),
-    jvp=(lambda t, out, x, *source, shape: reshape(t, _shape(out)),),
-    shape=_reshape_shape,
-    shape_source=True,
-)
-
-
-@public(_reshape)
-def reshape(x, shape, *more):
-    """`x` with a new shape (one entry may be -1), as `np.reshape`."""
-    if more:
-        shape = (shape, *more)
-    source = _shape_source(shape)
-    shape = _target_shape(shape, "reshape", x, infer=True)
-    if shape.count(-1) > 1:
-        raise user_error(ValueError, "reshape", f"shape {shape}: can only specify one unknown dimension (-1)", x)
-    if source is None and None in shape:
-        if shape.count(None) != 1 or -1 in shape:
-            raise user_error(ValueError, "reshape", f"target shape {shape} has unknown sizes it cannot infer", x)
-        shape = tuple(-1 if n is None else n for n in shape)  # one unknown size: NumPy infers it
-    in_shape = _shape(x)
-    if None not in in_shape and None not in shape:
-        known = _product(n for n in shape if n != -1)
-        total = _product(in_shape)
-        fits = known != 0 and total % known == 0 if -1 in shape else known == total
-        if not fits:
-            raise user_error(ValueError, "reshape", f"cannot reshape shape {tuple(in_shape)} into shape {shape}", x)
-        if -1 in shape:
-            shape = tuple(total // known if n == -1 else n for n in shape)
-    return apply(_reshape, (x,) if source is None else (x, source), {"shape": shape})
-
-
-def _product(sizes):
-    n = 1
-    for size in sizes:
-        n *= size
-    return n
 
 
 # -- transpose
@@ -141,24 +59,6 @@ def swapaxes(x, axis1, axis2):
 
 
 # -- broadcasting and size-1 axes
-_broadcast_to = defop(
-    "broadcast_to",
-    lambda x, *source, shape: np.broadcast_to(x, runtime_shape(shape, source)),
-    vjp=(lambda g, out, x, *source, shape: g,),  # the engine sums g back down to x's shape
-    jvp=(lambda t, out, x, *source, shape: broadcast_to(t, _shape(out)),),
-    shape=lambda x_shape, *source_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
-    shape_source=True,
-)
-
-
-@public(_broadcast_to)
-def broadcast_to(x, shape):
-    """`x` broadcast to `shape`, as `np.broadcast_to`."""
-    source = _shape_source(shape)
-    shape = _target_shape(shape, "broadcast_to", x)
-    return apply(_broadcast_to, (x,) if source is None else (x, source), {"shape": shape})
-
-
 def _expand_dims_shape(shape, axis):
     out = list(shape)
     for a in axis:
@@ -276,8 +176,8 @@ def getitem(x, index):
 @public(_index_add)
 def index_add(values, index, shape):
     """Zeros of `shape` with `values` added at `index` (the adjoint of `getitem`)."""
-    source = _shape_source(shape)
-    attrs = {"index": normalize_index(index), "shape": _target_shape(shape, "index_add", values)}
+    source = shape_source(shape)
+    attrs = {"index": normalize_index(index), "shape": target_shape(shape, "index_add", values)}
     return apply(_index_add, (values,) if source is None else (values, source), attrs)
 
 

@@ -1,0 +1,170 @@
+"""The structural ops: reshape, broadcast_to, sum and sum_to.
+
+They are in the core because the engine needs them by identity: the reverse sweep reduces a
+cotangent to its input's shape with them (unbroadcast, `_core/autodiff.py`). The op library
+(ops/shape.py, ops/reduce.py) re-exports them beside the other shape ops and reductions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import user_error
+from .op import apply, defop, public
+from .shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis, reduced_shape, runtime_shape
+from .shapes import ndim_of as _ndim
+from .shapes import shape_of as _shape
+
+
+# Ops that take a target shape (reshape, broadcast_to, index_add) accept one with unknown
+# (None) sizes in a static graph when it is some node's SymbolicShape: that node becomes an
+# extra, non-differentiable input (`source`) whose runtime shape fills in the unknown sizes.
+def shape_source(shape):
+    return shape.ref if isinstance(shape, SymbolicShape) and None in shape else None
+
+
+def target_shape(shape, op_name, x, infer=False):
+    """`shape` (an integer or a sequence of them; None for a size a static graph knows only when it
+    runs) as a tuple of Python ints. Floats and bools are a TypeError, negative sizes a ValueError
+    (but -1, a size to infer, where `infer`), as NumPy."""
+    if not is_sequence(shape):
+        shape = (shape,)
+    out = []
+    for n in shape:
+        if type(n) is not int:
+            if n is None:
+                out.append(None)
+                continue
+            n = as_index(n, op_name, "size", x, within=shape)
+        if n < 0 and not (infer and n == -1):
+            allowed = " (only -1, once, for a size to infer)" if infer else ""
+            raise user_error(ValueError, op_name, f"negative size {n} in shape {tuple(shape)!r}{allowed}", x)
+        out.append(n)
+    return tuple(out)
+
+
+# -- reshape
+def _reshape_shape(in_shape, *source_shape, shape):
+    if -1 not in shape:
+        return tuple(shape)
+    known = [n for n in shape if n != -1]
+    if None in in_shape or None in known:
+        return tuple(None if n == -1 else n for n in shape)
+    total = int(np.prod(in_shape))
+    rest = int(np.prod(known))
+    if rest == 0 or total % rest:
+        raise ValueError(f"reshape: cannot reshape shape {tuple(in_shape)} into shape {tuple(shape)}")
+    return tuple(total // rest if n == -1 else n for n in shape)
+
+
+_reshape = defop(
+    "reshape",
+    lambda x, *source, shape: np.reshape(x, runtime_shape(shape, source)),
+    vjp=(lambda g, out, x, *source, shape: reshape(g, _shape(x)),),
+    jvp=(lambda t, out, x, *source, shape: reshape(t, _shape(out)),),
+    shape=_reshape_shape,
+    shape_source=True,
+)
+
+
+@public(_reshape)
+def reshape(x, shape, *more):
+    """`x` with a new shape (one entry may be -1), as `np.reshape`."""
+    if more:
+        shape = (shape, *more)
+    source = shape_source(shape)
+    shape = target_shape(shape, "reshape", x, infer=True)
+    if shape.count(-1) > 1:
+        raise user_error(ValueError, "reshape", f"shape {shape}: can only specify one unknown dimension (-1)", x)
+    if source is None and None in shape:
+        if shape.count(None) != 1 or -1 in shape:
+            raise user_error(ValueError, "reshape", f"target shape {shape} has unknown sizes it cannot infer", x)
+        shape = tuple(-1 if n is None else n for n in shape)  # one unknown size: NumPy infers it
+    in_shape = _shape(x)
+    if None not in in_shape and None not in shape:
+        known = _product(n for n in shape if n != -1)
+        total = _product(in_shape)
+        fits = known != 0 and total % known == 0 if -1 in shape else known == total
+        if not fits:
+            raise user_error(ValueError, "reshape", f"cannot reshape shape {tuple(in_shape)} into shape {shape}", x)
+        if -1 in shape:
+            shape = tuple(total // known if n == -1 else n for n in shape)
+    return apply(_reshape, (x,) if source is None else (x, source), {"shape": shape})
+
+
+def _product(sizes):
+    n = 1
+    for size in sizes:
+        n *= size
+    return n
+
+_broadcast_to = defop(
+    "broadcast_to",
+    lambda x, *source, shape: np.broadcast_to(x, runtime_shape(shape, source)),
+    vjp=(lambda g, out, x, *source, shape: g,),  # the engine sums g back down to x's shape
+    jvp=(lambda t, out, x, *source, shape: broadcast_to(t, _shape(out)),),
+    shape=lambda x_shape, *source_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
+    shape_source=True,
+)
+
+
+@public(_broadcast_to)
+def broadcast_to(x, shape):
+    """`x` broadcast to `shape`, as `np.broadcast_to`."""
+    source = shape_source(shape)
+    shape = target_shape(shape, "broadcast_to", x)
+    return apply(_broadcast_to, (x,) if source is None else (x, source), {"shape": shape})
+
+def reduction_shape(shape, axis, keepdims):
+    return reduced_shape(shape, axis, keepdims)
+
+
+def _expand(g, shape, axis, keepdims):
+    """A reduced value broadcast back over the reduced axes of `shape`."""
+    kept = reduced_shape(shape, axis, True)
+    if _shape(g) != kept:
+        g = reshape(g, kept)
+    return broadcast_to(g, shape)
+
+_sum = defop(
+    "sum",
+    lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    vjp=(lambda g, out, x, axis, keepdims: _expand(g, _shape(x), axis, keepdims),),
+    jvp=(lambda t, out, x, axis, keepdims: sum(t, axis=axis, keepdims=keepdims),),
+    shape=reduction_shape,
+    fresh=True,
+)
+
+def _sum_to_forward(x, like):
+    """x summed over the axes along which `like` was broadcast to x's shape."""
+    shape = np.shape(like)
+    lead = np.ndim(x) - len(shape)
+    if lead < 0:
+        return np.broadcast_to(x, shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and np.shape(x)[lead + i] != 1)
+    return np.sum(x, axis=axes, keepdims=True).reshape(shape) if axes else np.reshape(x, shape)
+
+
+# the engine's unbroadcast when sizes are unknown until a static graph runs
+_sum_to = defop(
+    "sum_to",
+    _sum_to_forward,
+    vjp=(lambda g, out, x, like: broadcast_to(g, _shape(x)), None),
+    jvp=(lambda t, out, x, like: sum_to(t, like), None),
+    shape=lambda x_shape, like_shape: tuple(like_shape),
+)
+
+
+@public(_sum_to)
+def sum_to(x, like):
+    """`x` summed down to the shape of `like` (undoing a broadcast), as the gradient of a broadcast needs."""
+    return apply(_sum_to, (x, like))
+
+@public(_sum)
+def sum(x, axis=None, keepdims=False):
+    """Sum over `axis` (None: all), as `np.sum`.
+
+    >>> sum(np.ones((2, 3)), axis=0)
+    array([2., 2., 2.])
+    """
+    return apply(_sum, (x,), {"axis": normalize_axis(axis, _ndim(x), "sum", x), "keepdims": bool(keepdims)})
