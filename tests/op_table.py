@@ -294,11 +294,15 @@ case("concatenate", lambda a, b: dg.concatenate([a, b]), lambda a, b: np.concate
 case("concatenate", lambda a, b: dg.concatenate([a, b], axis=-1), lambda a, b: np.concatenate([a, b], axis=-1),
      (2, 3), (2, 1))
 
+case("stack", lambda a, b: dg.stack([a, b], axis=1), lambda a, b: np.stack([a, b], axis=1), (2, 3), (2, 3),
+     torch_ref=lambda a, b: _t("stack")([a, b], 1))
+case("stack", lambda a, b, c: dg.stack([a, b, c], axis=-1), lambda a, b, c: np.stack([a, b, c], axis=-1), (2,), (2,),
+     (2,), name="stack three, last axis")
+
 # -- composites (no registry entry of their own; their derivatives come from primitives)
 COMPOSITES = [
     Case("mean", lambda x: dg.mean(x, axis=(0, 2)), lambda x: np.mean(x, axis=(0, 2)), ((2, 3, 4),)),
     Case("mean", lambda x: x.mean(), lambda x: x.mean(), ((3, 2),)),
-    Case("stack", lambda a, b: dg.stack([a, b], axis=1), lambda a, b: np.stack([a, b], axis=1), ((2, 3), (2, 3))),
     Case("swapaxes", lambda x: dg.swapaxes(x, 0, -1), lambda x: np.swapaxes(x, 0, -1), ((2, 3, 4),)),
     Case("flatten", lambda x: x.flatten(), lambda x: x.flatten(), ((2, 3),)),
     Case("ravel", dg.ravel, np.ravel, ((2, 3),)),

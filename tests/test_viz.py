@@ -316,7 +316,7 @@ def test_an_unknown_suffix_is_a_clear_error(tmp_path, name):
 
 def test_a_wide_layer_wraps():
     x = dg.tensor(np.ones(3), requires_grad=True)
-    total = dg.stack([dg.exp(x * float(k)) for k in range(200)]).sum()
+    total = dg.stack([dg.exp(x * float(k)) for k in range(300)]).sum()
     root, nodes, rects, _ = _parse(viz.to_svg(total))
     assert len(nodes) == len(_node_lines(dg.listing(total))) > 600
     assert float(root.get("width")) <= viz._MAX_ROW + 2 * viz._MARGIN

@@ -23,7 +23,8 @@ ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, POWER, POSITIVE, ASTYPE, STOP_GRADIEN
                    elementwise.negative, elementwise.power, elementwise.positive, elementwise.astype,
                    elementwise.stop_gradient, elementwise.full_like))
 RESHAPE, BROADCAST_TO = structural.reshape.op, structural.broadcast_to.op
-TRANSPOSE, CONCATENATE, EXPAND_DIMS = (f.op for f in (shape.transpose, shape.concatenate, shape.expand_dims))
+TRANSPOSE, CONCATENATE, EXPAND_DIMS, STACK = (
+    f.op for f in (shape.transpose, shape.concatenate, shape.expand_dims, shape.stack))
 SUM, SUM_TO = structural.sum.op, structural.sum_to.op
 
 MAX_ROUNDS = 20
@@ -511,11 +512,6 @@ NARY = {
 _NARY_OPS = {nary: base for base, nary in NARY.items()}
 
 
-def _stack_shape(*shapes, axis):
-    return shapes[0][:axis] + (len(shapes),) + shapes[0][axis:]
-
-
-STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), None, None, _stack_shape, False, fresh=True)
 
 
 def _chain_operands(x, base, node, context):

@@ -237,6 +237,34 @@ def concatenate(arrays, axis=0):
     return apply(_concatenate, arrays, {"axis": axis})
 
 
+def _stack_shape(*shapes, axis):
+    first = shapes[0]
+    if any(len(s) != len(first) or any(a != b and None not in (a, b) for a, b in zip(s, first)) for s in shapes):
+        raise ValueError(f"stack: all input arrays must have the same shape, got shapes "
+                         f"{', '.join(str(tuple(s)) for s in shapes)}")
+    return tuple(first[:axis]) + (len(shapes),) + tuple(first[axis:])
+
+
+def _stack_vjp(g, out, *xs, axis):
+    return [getitem(g, (slice(None),) * axis + (k,)) for k in range(len(xs))]
+
+
+def _stack_jvp(tangents, out, *xs, axis):
+    parts = [np.zeros(_shape(x), _dtype(out)) if t is None else t for t, x in zip(tangents, xs)]
+    return stack(parts, axis=axis)
+
+
+_stack = defop(
+    "stack",
+    lambda *xs, axis: np.stack(xs, axis=axis),
+    vjp=_stack_vjp,
+    jvp=_stack_jvp,
+    shape=_stack_shape,
+    fresh=True,
+)
+
+
+@public(_stack)
 def stack(arrays, axis=0):
     """Joins arrays along a new axis, as `np.stack`."""
     arrays = tuple(arrays)
@@ -245,7 +273,7 @@ def stack(arrays, axis=0):
     if len({tuple(_shape(a)) for a in arrays}) != 1:
         raise user_error(ValueError, "stack", "all input arrays must have the same shape", *arrays)
     axis = normalize_axis_index(axis, _ndim(arrays[0]) + 1, "stack", *arrays)
-    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+    return apply(_stack, arrays, {"axis": axis})
 
 
 # -- composites: exact gradients come from getitem / broadcast_to / reshape
