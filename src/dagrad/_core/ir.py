@@ -26,9 +26,7 @@ class _Local(threading.local):
         self.journal = None  # inside `atomic()`: the nodes built so far, as (graph, node)
 
 
-_local = _Local()
-
-graph_state = _Local()
+graph_state = _Local()  # per thread: the `with graph:` stack, the default graph, the open journal
 
 def get_default_graph():
     """The innermost `with graph:` of this thread, else the thread's default graph."""

@@ -17,8 +17,6 @@ import numpy as np
 
 from .errors import _PACKAGE_DIR, user_error
 
-# eager reverse mode, set by .autodiff (which imports this module, so it cannot be imported here)
-
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
 
 
