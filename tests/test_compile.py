@@ -1218,3 +1218,15 @@ def test_optimize_false_runs_the_reference_interpreter_with_clear_errors_and_own
     f(a, b)
     entry = f._entry_for((a, b), {})
     identical(entry.generated.function(a, b)[0], eval_graph(entry.program, [a, b])[0])
+
+
+def test_every_simplification_declares_the_ops_it_matches():
+    from dagrad._core.op import Op
+    from dagrad.compile import passes
+
+    for rule in passes.SIMPLIFICATIONS:
+        assert rule.ops and all(isinstance(op, Op) for op in rule.ops), rule.__name__
+        assert all(rule in passes._RULES[op] for op in rule.ops)
+    # the driver tries on a node only the rules of its op
+    assert passes._RULES[passes.MULTIPLY] == [passes._uniform_constant, passes._multiply_by_one]
+    assert dg.tanh.op not in passes._RULES

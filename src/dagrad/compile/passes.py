@@ -230,6 +230,36 @@ def _freeze(value):
     raise TypeError(f"no key for {type(value).__name__}")
 
 
+# the n-ary forms of associative ops (made by flattening chains, below)
+
+
+def _nary_forward(ufunc):
+    def forward(*xs):
+        # left to right, as the chain it replaces, so every rounding is the same; after the first
+        # step the running result is a fresh array of the final shape and dtype, updated in place
+        out = ufunc(xs[0], xs[1])
+        if type(out) is np.ndarray:
+            for x in xs[2:]:
+                ufunc(out, x, out=out)
+        else:
+            for x in xs[2:]:
+                out = ufunc(out, x)
+        return out
+
+    forward.__name__ = f"{ufunc.__name__}_n"
+    return forward
+
+
+# op -> its n-ary form (add_n, multiply_n), and back
+NARY = {
+    base: Op(f"{base.name}_n", _nary_forward(getattr(np, base.name)), None, None, broadcast_shapes, False, fresh=True)
+    for base in (ADD, MULTIPLY)
+}
+_NARY_OPS = {nary: base for base, nary in NARY.items()}
+
+
+
+
 # ---------------------------------------------------------------- algebraic simplification
 
 
@@ -280,85 +310,93 @@ def _op(node, *ops):
     return node.op is not None and node.op in ops
 
 
+def rewrite(*ops):
+    """Declares the ops a simplification matches (PyTensor's node_rewriter): the driver tries it
+    only on nodes of those ops."""
+
+    def declare(rule):
+        rule.ops = ops
+        return rule
+
+    return declare
+
+
 def _simplify(node, context):
-    if node.op is None:
-        return None
-    for rule in SIMPLIFICATIONS:
+    for rule in _RULES.get(node.op, ()):
         result = rule(node, context)
         if result is not None:
             return result
     return None
 
 
+@rewrite(MULTIPLY)
 def _multiply_by_one(node, context):
     # x*1 -> x and 1*x -> x (exact for every x, including nan, inf and -0.0)
-    if _op(node, MULTIPLY):
-        x, y = node.inputs
-        if _is(y, 1) and _same_type(node, x):
-            return x, "x*1 -> x"
-        if _is(x, 1) and _same_type(node, y):
-            return y, "x*1 -> x"
+    x, y = node.inputs
+    if _is(y, 1) and _same_type(node, x):
+        return x, "x*1 -> x"
+    if _is(x, 1) and _same_type(node, y):
+        return y, "x*1 -> x"
     return None
 
 
+@rewrite(ADD)
 def _add_zero(node, context):
     # x+(-0.0) -> x is exact; x+0.0 is not (-0.0+0.0 is +0.0), so only integer x+0 goes too
-    if _op(node, ADD):
-        x, y = node.inputs
-        for a, b in ((x, y), (y, x)):
-            if _same_type(node, a) and (_is(b, 0, negative_zero=True) or (a._dtype.kind in "iub" and _is(b, 0))):
-                return a, "x+0 -> x"
+    x, y = node.inputs
+    for a, b in ((x, y), (y, x)):
+        if _same_type(node, a) and (_is(b, 0, negative_zero=True) or (a._dtype.kind in "iub" and _is(b, 0))):
+            return a, "x+0 -> x"
     return None
 
 
+@rewrite(SUBTRACT)
 def _subtract_zero(node, context):
     # x-0.0 -> x (exact: -0.0-0.0 is -0.0); x-(-0.0) is x+0.0, which is not
-    if _op(node, SUBTRACT):
-        x, y = node.inputs
-        if _same_type(node, x) and _is(y, 0, negative_zero=False):
-            return x, "x-0 -> x"
+    x, y = node.inputs
+    if _same_type(node, x) and _is(y, 0, negative_zero=False):
+        return x, "x-0 -> x"
     return None
 
 
+@rewrite(DIVIDE)
 def _divide_by_one(node, context):
     # x/1 -> x (exact; an integer x divides to floats, which the dtype check keeps)
-    if _op(node, DIVIDE):
-        x, y = node.inputs
-        if _is(y, 1) and _same_type(node, x):
-            return x, "x/1 -> x"
+    x, y = node.inputs
+    if _is(y, 1) and _same_type(node, x):
+        return x, "x/1 -> x"
     return None
 
 
+@rewrite(NEGATIVE)
 def _double_negation(node, context):
     # --x -> x (negation is exact)
-    if _op(node, NEGATIVE):
-        (x,) = node.inputs
-        if isinstance(x, Symbol) and _op(x, NEGATIVE) and _same_type(node, x.inputs[0]):
-            return x.inputs[0], "--x -> x"
+    (x,) = node.inputs
+    if isinstance(x, Symbol) and _op(x, NEGATIVE) and _same_type(node, x.inputs[0]):
+        return x.inputs[0], "--x -> x"
     return None
 
 
+@rewrite(POWER)
 def _power(node, context):
     # x**0 -> 1 (C's pow gives 1 for every x, nan and inf included); x**1 -> x;
     # x**2 -> x*x (NumPy computes a square exactly as x*x: the property tests check it)
-    if _op(node, POWER):
-        x, y = node.inputs
-        if _is(y, 0) and isinstance(x, Symbol) and _small(node):
-            return context.constant(node, np.ones(node._shape, node._dtype)), "x**0 -> 1"
-        if _is(y, 1) and _same_type(node, x):
-            return x, "x**1 -> x"
-        if _is(y, 2) and _same_type(node, x) and _shape(y) == ():
-            # only a scalar exponent: with an array of 2s NumPy calls pow(), which may round differently
-            return context.build(node, MULTIPLY, (x, x)), "x**2 -> x*x"
+    x, y = node.inputs
+    if _is(y, 0) and isinstance(x, Symbol) and _small(node):
+        return context.constant(node, np.ones(node._shape, node._dtype)), "x**0 -> 1"
+    if _is(y, 1) and _same_type(node, x):
+        return x, "x**1 -> x"
+    if _is(y, 2) and _same_type(node, x) and _shape(y) == ():
+        # only a scalar exponent: with an array of 2s NumPy calls pow(), which may round differently
+        return context.build(node, MULTIPLY, (x, x)), "x**2 -> x*x"
     return None
 
 
+@rewrite(RESHAPE, BROADCAST_TO, SUM_TO, ASTYPE, TRANSPOSE, POSITIVE, STOP_GRADIENT)
 def _identity(node, context):
     # ops that return their input unchanged at these shapes: reshape or broadcast_to to its own
     # shape, sum_to a like-shaped target, astype to its own dtype, a transpose that keeps the
     # order, positive, stop_gradient (gradients are already built)
-    if not _op(node, RESHAPE, BROADCAST_TO, SUM_TO, ASTYPE, TRANSPOSE, POSITIVE, STOP_GRADIENT):
-        return None
     x = node.inputs[0]
     if not _same_type(node, x):
         return None
@@ -367,53 +405,52 @@ def _identity(node, context):
     return x, f"{node.op.name} that changes nothing -> x"
 
 
+@rewrite(RESHAPE)
 def _reshape_of_reshape(node, context):
     # reshape(reshape(x, a), b) -> reshape(x, b): a reshape reads elements in C order either way
-    if _op(node, RESHAPE) and len(node.inputs) == 1:
+    if len(node.inputs) == 1:
         x = node.inputs[0]
         if isinstance(x, Symbol) and _op(x, RESHAPE) and len(x.inputs) == 1:
             return context.build(node, node.op, (x.inputs[0],), node.attrs), "reshape of reshape -> reshape"
     return None
 
 
+@rewrite(TRANSPOSE)
 def _transpose_of_transpose(node, context):
     # transpose(transpose(x, a), b) -> transpose(x, a[b])
-    if _op(node, TRANSPOSE):
-        x = node.inputs[0]
-        if isinstance(x, Symbol) and _op(x, TRANSPOSE):
-            inner, outer = x.attrs["axes"], node.attrs["axes"]
-            axes = tuple(inner[a] for a in outer)
-            return context.build(node, node.op, (x.inputs[0],), {"axes": axes}), "transpose of transpose -> transpose"
+    x = node.inputs[0]
+    if isinstance(x, Symbol) and _op(x, TRANSPOSE):
+        inner, outer = x.attrs["axes"], node.attrs["axes"]
+        axes = tuple(inner[a] for a in outer)
+        return context.build(node, node.op, (x.inputs[0],), {"axes": axes}), "transpose of transpose -> transpose"
     return None
 
 
+@rewrite(SUM_TO)
 def _sum_to_known_shape(node, context):
     # sum_to(x, like) with known sizes -> sum over the broadcast axes (then a reshape), so that
     # `like` need not stay alive until then
-    if _op(node, SUM_TO):
-        x = node.inputs[0]
-        if not isinstance(x, Symbol) or x._shape == node._shape:
-            return None  # folding's or _identity's case
-        shape, x_shape = node._shape, x._shape
-        lead = len(x_shape) - len(shape)
-        if lead < 0:
-            return context.build(node, BROADCAST_TO, (x,), {"shape": shape}), "sum_to -> sum"
-        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x_shape[lead + i] != 1)
-        total = context.build(node, SUM, (x,), {"axis": axes, "keepdims": True}) if axes else x
-        if total._shape != shape:
-            total = context.build(node, RESHAPE, (total,), {"shape": shape})
-        return total, "sum_to -> sum"
-    return None
+    x = node.inputs[0]
+    if not isinstance(x, Symbol) or x._shape == node._shape:
+        return None  # folding's or _identity's case
+    shape, x_shape = node._shape, x._shape
+    lead = len(x_shape) - len(shape)
+    if lead < 0:
+        return context.build(node, BROADCAST_TO, (x,), {"shape": shape}), "sum_to -> sum"
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x_shape[lead + i] != 1)
+    total = context.build(node, SUM, (x,), {"axis": axes, "keepdims": True}) if axes else x
+    if total._shape != shape:
+        total = context.build(node, RESHAPE, (total,), {"shape": shape})
+    return total, "sum_to -> sum"
 
 
+@rewrite(*NARY.values())
 def _nary_unit(node, context):
     # add_n/multiply_n(..., u, ...) -> without u, where u is -0.0 (for add) or 1 (for multiply):
     # a running result r that already has the node's dtype gives r+(-0.0) == r and r*1 == r exactly.
     # The running result is the node's own array from the second operand on (see _nary_forward);
     # for the first pair, the other operand must have the node's shape and dtype.
-    base = _NARY_OPS.get(node.op)
-    if base is None:
-        return None
+    base = _NARY_OPS[node.op]
     xs = node.inputs
     for k, u in enumerate(xs):
         if isinstance(u, Symbol) or np.ndim(u) or not (_is(u, 1) if base is MULTIPLY else
@@ -431,10 +468,11 @@ def _nary_unit(node, context):
     return None
 
 
+@rewrite(CONCATENATE)
 def _stack_of_expanded(node, context):
     # concatenate([expand_dims(x1, a), ..., expand_dims(xn, a)], axis=a) -> stack([x1, ..., xn], axis=a):
     # the same array, one node instead of n+1 (jacobians and hessians assemble rows this way)
-    if not _op(node, CONCATENATE) or len(node.inputs) < 2:
+    if len(node.inputs) < 2:
         return None
     axis = node.attrs["axis"]
     parts = []
@@ -449,6 +487,7 @@ def _stack_of_expanded(node, context):
 _EXACT_WITH_SCALARS = (ADD, SUBTRACT, MULTIPLY, DIVIDE)
 
 
+@rewrite(*_EXACT_WITH_SCALARS)
 def _uniform_constant(node, context):
     # an arithmetic op reading a constant array whose entries are all one value (a broadcast seed
     # such as 1/n) reads that value as a typed scalar instead, when the other operand alone gives the
@@ -456,8 +495,6 @@ def _uniform_constant(node, context):
     # IEEE rounds the same in every loop: NumPy takes other paths for some scalar operands (power's
     # fast squares, fmax's choice between -0.0 and 0.0), and n-ary nodes need their first pair
     # to have the result's shape
-    if not _op(node, *_EXACT_WITH_SCALARS):
-        return None
     for k, a in enumerate(node.inputs):
         data = a._data if isinstance(a, Symbol) and a.kind == "constant" else a
         if not isinstance(data, np.ndarray) or data.ndim == 0:
@@ -474,10 +511,15 @@ def _uniform_constant(node, context):
     return None
 
 
+# the order in which a node's rules are tried
 SIMPLIFICATIONS = [
     _uniform_constant, _multiply_by_one, _add_zero, _subtract_zero, _divide_by_one, _double_negation, _power,
     _identity, _reshape_of_reshape, _transpose_of_transpose, _sum_to_known_shape, _nary_unit, _stack_of_expanded,
 ]
+_RULES = {}  # op -> its rules, in that order
+for _rule in SIMPLIFICATIONS:
+    for _matched in _rule.ops:
+        _RULES.setdefault(_matched, []).append(_rule)
 
 
 def simplify(program, report):
@@ -485,33 +527,6 @@ def simplify(program, report):
 
 
 # ---------------------------------------------------------------- flattening associative chains
-
-
-def _nary_forward(ufunc):
-    def forward(*xs):
-        # left to right, as the chain it replaces, so every rounding is the same; after the first
-        # step the running result is a fresh array of the final shape and dtype, updated in place
-        out = ufunc(xs[0], xs[1])
-        if type(out) is np.ndarray:
-            for x in xs[2:]:
-                ufunc(out, x, out=out)
-        else:
-            for x in xs[2:]:
-                out = ufunc(out, x)
-        return out
-
-    forward.__name__ = f"{ufunc.__name__}_n"
-    return forward
-
-
-# op -> its n-ary form (add_n, multiply_n), and back
-NARY = {
-    base: Op(f"{base.name}_n", _nary_forward(getattr(np, base.name)), None, None, broadcast_shapes, False, fresh=True)
-    for base in (ADD, MULTIPLY)
-}
-_NARY_OPS = {nary: base for base, nary in NARY.items()}
-
-
 
 
 def _chain_operands(x, base, node, context):
