@@ -29,7 +29,7 @@ import numpy as np
 
 from ._core.autodiff import reverse_sweep
 from ._core.errors import location, user_error
-from ._core.ir import Graph, Symbol, TooManyNodes, format_node, show_value, walk
+from ._core.ir import Graph, Symbol, TooManyNodes, node_parts, show_value, walk
 from ._core.tensor import Tensor, _grad_mode, _new, next_seq
 from .ops.elementwise import full_like
 
@@ -129,11 +129,10 @@ def _static_view(graph, nodes, output, limit):
     view = _View()
     for node in nodes:
         e = view.add(node, labels[node])
-        text = format_node(node, labels)  # exactly str(graph)'s line
-        e.body, e.type = text[len(e.label) + 3:].rsplit(" : ", 1)
+        e.body, e.type = node_parts(node, labels)  # exactly str(graph)'s line
         where = getattr(node, "where", None)
         e.comment = _short_location(where)
-        e.backward = isinstance(where, str) and "(backward of " in where
+        e.backward = node.grad_of is not None
         e.kind = _STATIC_KINDS.get(node.kind, "op") if node.op is None else "op"
         e.inputs = tuple(view.index[a] if isinstance(a, Symbol) else show_value(a, labels) for a in (node.inputs or ()))
         e.args = tuple(show_value(a, labels) for a in (node.inputs or ()))
@@ -158,8 +157,7 @@ def _symbol_nodes(symbol, backward):
     if backward:
         made = {}
         for node in symbol.graph.nodes:
-            where = getattr(node, "where", None)
-            if node in wanted or not (isinstance(where, str) and "(backward of " in where):
+            if node in wanted or node.grad_of is None:
                 continue
             if any(isinstance(a, Symbol) and (a in wanted or a in made) for a in node.inputs or ()):
                 made[node] = True

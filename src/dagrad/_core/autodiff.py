@@ -63,22 +63,25 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
     """
     symbolic = is_symbolic(roots[0]) if len(roots) == 1 else any(is_symbolic(root) for root in roots)
     if symbolic:
-        previous_origin = _provenance.origin
+        previous = _provenance.origin, _provenance.node
         try:
             return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
         finally:
-            _provenance.origin = previous_origin
+            _provenance.origin, _provenance.node = previous
     return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
 
 
-def _origin(node):
-    """'file.py:12 (backward of exp)': where the forward node that a gradient node differentiates was built."""
+def _differentiate(node):
+    """Notes, for the gradient nodes about to be built, the forward node they differentiate (as data)
+    and 'file.py:12 (backward of exp)', where the user's code built it (their line)."""
     value = node
     while isinstance(value, Tensor) and not value._symbolic:
         value = value._value
     if not isinstance(value, Tensor):
-        return None
-    return f"{value.where} (backward of {node.op.name})"
+        _provenance.origin = _provenance.node = None
+        return
+    _provenance.node = value
+    _provenance.origin = f"{value.where} (backward of {node.op.name})"
 
 
 def _modified_error(node, changed):
@@ -133,7 +136,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
         if free:
             node.inputs = None  # release what this node kept alive as soon as it is used
         if symbolic:
-            _provenance.origin = _origin(node)
+            _differentiate(node)
         attrs = node.attrs
         rules = node.op.vjp
         if len(inputs) == 1 and not graph_mode and type(rules) is tuple and rules[0] is not None:

@@ -19,7 +19,9 @@ def user_frame():
 
 
 class _Provenance(threading.local):
-    origin = None  # set while a backward pass builds graph nodes: the forward node they differentiate
+    # set while a backward pass builds graph nodes: the forward node they differentiate, and its line
+    node = None
+    origin = None
 
 
 _provenance = _Provenance()

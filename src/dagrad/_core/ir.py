@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from .errors import user_error, user_line
+from .errors import _provenance, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _new, next_seq
 
@@ -175,20 +175,27 @@ def show_value(value, labels):
     return f"array{arr.shape} {arr.dtype}"
 
 def format_node(node, labels):
-    shape = tuple(node._shape)
-    head = f"{labels[node]} = "
+    """`%7 = matmul(%3, %5) : (None, 10) float64`: a node's line of the listing."""
+    body, kind = node_parts(node, labels)
+    return f"{labels[node]} = {body} : {kind}"
+
+
+def node_parts(node, labels):
+    """The two halves of a node's listing line: `matmul(%3, %5)` and `(None, 10) float64`."""
     if node.op is None:
         body = node.kind
     else:
         args = [show_value(a, labels) for a in node.inputs]
         args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
         body = f"{node.op.name}({', '.join(args)})"
-    return f"{head}{body} : {shape} {node._dtype}"
+    return body, f"{tuple(node._shape)} {node._dtype}"
+
 
 class Symbol(Tensor):
     """A node of a static graph: a value that exists only inside `Session.run`."""
 
-    __slots__ = ("_shape", "_dtype", "graph", "name", "kind", "_data", "where", "trainable")
+    # grad_of: the forward node a gradient node differentiates (built by a reverse sweep), else None
+    __slots__ = ("_shape", "_dtype", "graph", "name", "kind", "_data", "where", "trainable", "grad_of")
     _symbolic = True
 
     @property
@@ -329,6 +336,7 @@ def new_symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requ
     s._data = None
     s.trainable = False
     s.where = user_line()
+    s.grad_of = _provenance.node
     return graph._add(s, name)
 
 class TooManyNodes(Exception):

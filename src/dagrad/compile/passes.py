@@ -129,14 +129,14 @@ class _Context:
         shape = op.shape(*shapes, **(attrs or {}))
         node = new_symbol(self.program.graph, "op", shape, replacing._dtype, op, tuple(args), attrs)
         node._seq = replacing._seq
-        node.where = replacing.where
+        node.where, node.grad_of = replacing.where, replacing.grad_of
         return node
 
     def constant(self, replacing, value):
         node = new_symbol(self.program.graph, "constant", value.shape, value.dtype)
         node._data = value
         node._seq = replacing._seq
-        node.where = replacing.where
+        node.where, node.grad_of = replacing.where, replacing.grad_of
         return node
 
 

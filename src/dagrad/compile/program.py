@@ -124,7 +124,7 @@ def from_graph(fetches, updates, feed_shapes):
             copy = _rebuild(graph, node, [copies[a] if isinstance(a, Symbol) else a for a in node.inputs])
         else:  # an update node (assign, group): the caller turns these into outputs
             continue
-        copy.where = node.where
+        copy.where, copy.grad_of = node.where, node.grad_of
         copy._seq = node._seq
         copies[node] = copy
     inputs = [copies[p] for p in placeholders] + [copies[v] for v in variables]
