@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from .errors import _provenance, user_error, user_line
+from .errors import _provenance, caller_line, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _new, next_seq
 
@@ -387,18 +387,28 @@ def build(op, args, attrs):
         else:
             inputs.append(a)
     shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
-    try:
-        shape = op.shape(*shapes, **(attrs or {}))
-    except Exception as err:
-        described = ", ".join(str(tuple(s)) for s in shapes)
-        kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
-        message = str(err).removeprefix(f"{op.name}: ")
-        raise kind(f"{op.name}: {message} (input shapes {described}) at {user_line()}") from None
+    shape = infer_shape(op, shapes, attrs)
     dtype = _infer_dtype(op, inputs, attrs)
     requires_grad = op.differentiable and dtype.kind == "f" and any(
         isinstance(a, Symbol) and a._requires_grad for a in inputs
     )
     return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs, requires_grad)
+
+
+def infer_shape(op, shapes, attrs, during=None, built_at=None):
+    """The output shape `op`'s rule gives for the input `shapes`. A rule that refuses them raises
+    its error, of a user-facing kind, naming the op and the shapes, and the user's line (with
+    `during`, e.g. "Session.run": the node's line `built_at` and the line of the call running it)."""
+    try:
+        return op.shape(*shapes, **(attrs or {}))
+    except Exception as err:
+        described = ", ".join(str(tuple(s)) for s in shapes)
+        kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+        message = str(err).removeprefix(f"{op.name}: ")
+        if during is None:
+            raise kind(f"{op.name}: {message} (input shapes {described}) at {user_line()}") from None
+        raise kind(f"{op.name} failed in {during}: {message} (input shapes {described}; node built at "
+                   f"{built_at}) at {caller_line()}") from None
 
 
 _ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result dtype

@@ -12,8 +12,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from .._core.errors import caller_line
-from .._core.ir import Graph, Symbol, ancestors, new_symbol, walk
+from .._core.ir import Graph, Symbol, ancestors, infer_shape, new_symbol, walk
 from .._core.shapes import runtime_shape
 
 
@@ -142,14 +141,8 @@ def _rebuild(graph, node, args):
         attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [_Sized(args[-1]._shape)])}
         args = args[:-1]
     shapes = [a._shape if isinstance(a, Symbol) else _shape_of(a) for a in args]
-    try:
-        shape = node.op.shape(*shapes, **(attrs or {}))
-    except Exception as err:  # sizes that were unknown when the node was built do not fit
-        described = ", ".join(str(tuple(s)) for s in shapes)
-        kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
-        message = str(err).removeprefix(f"{node.op.name}: ")
-        raise kind(f"{node.op.name} failed in Session.run: {message} (input shapes {described}; node built at "
-                   f"{node.where}) at {caller_line()}") from None
+    # sizes that were unknown when the node was built may not fit
+    shape = infer_shape(node.op, shapes, attrs, during="Session.run", built_at=node.where)
     return new_symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
 
 
