@@ -17,8 +17,6 @@ or insertion order, never from ids or sets.
 from __future__ import annotations
 
 import copy
-import os
-import re
 import shutil
 import subprocess  # nosec B404
 from bisect import bisect_right
@@ -28,7 +26,7 @@ from xml.sax.saxutils import escape  # nosec B406
 import numpy as np
 
 from ._core.autodiff import reverse_sweep
-from ._core.errors import location, user_error
+from ._core.errors import location, short_location, user_error
 from ._core.ir import Graph, Symbol, TooManyNodes, node_parts, show_value, walk
 from ._core.tensor import Tensor, _grad_mode, _new, next_seq
 from .ops.elementwise import full_like
@@ -82,20 +80,6 @@ class _View:
         return out
 
 
-_WHERE = re.compile(r"^(.*):(\d+)(.*)$", re.S)
-
-
-def _short_location(where):
-    """'train.py:12' from '/home/me/train.py:12' (a trailing '(backward of exp)' kept), or None."""
-    if not where or where == "<unknown>":
-        return None
-    match = _WHERE.match(where)
-    if match is None:
-        return where
-    path, line, rest = match.groups()
-    return f"{os.path.basename(path) or path}:{line}{rest}"
-
-
 def _view(obj, backward=False, limit=None):
     if isinstance(obj, Graph):
         return _static_view(obj, obj.nodes, None, limit)
@@ -131,7 +115,7 @@ def _static_view(graph, nodes, output, limit):
         e = view.add(node, labels[node])
         e.body, e.type = node_parts(node, labels)  # exactly str(graph)'s line
         where = getattr(node, "where", None)
-        e.comment = _short_location(where)
+        e.comment = short_location(where)
         e.backward = node.grad_of is not None
         e.kind = _STATIC_KINDS.get(node.kind, "op") if node.op is None else "op"
         e.inputs = tuple(view.index[a] if isinstance(a, Symbol) else show_value(a, labels) for a in (node.inputs or ()))
@@ -205,7 +189,7 @@ def _eager_entry(view, node, labels, inputs_of=None):
         e.body = "leaf"
         if node._requires_grad:
             e.type += "  requires_grad"
-        e.comment = _short_location(location(node))
+        e.comment = short_location(location(node))
         return e
     if node.inputs is None:
         args = ["<freed by backward()>"]
@@ -225,7 +209,7 @@ def _eager_entry(view, node, labels, inputs_of=None):
     e.args = tuple(args)
     args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
     e.body = f"{node.op.name}({', '.join(args)})"
-    e.comment = _short_location(location(node))
+    e.comment = short_location(location(node))
     return e
 
 
@@ -286,7 +270,7 @@ def _add_backward(view, root, nodes, labels):
         k = bisect_right(marks_at, n._seq) - 1 if n.op is not None else -1
         if k >= 0:
             forward = marks[k][1]
-            where = _short_location(location(forward))
+            where = short_location(location(forward))
             e.comment = f"{where} (backward of {forward.op.name})" if where else f"backward of {forward.op.name}"
         else:
             e.comment = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 
@@ -46,6 +47,25 @@ def caller_line() -> str:
     if frame is None:
         return "<unknown>"
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+_WHERE = re.compile(r"^(.*):(\d+)(.*)$", re.S)
+
+
+def short_location(where):
+    """'train.py:12' from '/home/me/train.py:12' (a trailing '(backward of exp)' kept), or None
+    when it is not known: what listings, drawings and generated code show.
+
+    >>> short_location("/home/me/model.py:12 (backward of exp)")
+    'model.py:12 (backward of exp)'
+    """
+    if not where or where == "<unknown>":
+        return None
+    match = _WHERE.match(where)
+    if match is None:
+        return where
+    path, line, rest = match.groups()
+    return f"{os.path.basename(path) or path}:{line}{rest}"
 
 
 def location(node):

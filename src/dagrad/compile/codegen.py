@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from .._core.errors import GENERATED_PREFIX
+from .._core.errors import GENERATED_PREFIX, short_location
 from .._core.ir import Symbol
 
 COMMENT_COLUMN = 56
@@ -180,11 +180,7 @@ def _keyword_arguments(attrs, constants):
 
 
 def _short(where):
-    """'model.py:12 (backward of exp)' from '/home/me/model.py:12 (backward of exp)'."""
-    if not where:
-        return "?"
-    path, sep, rest = where.partition(":")
-    return os.path.basename(path) + sep + rest
+    return short_location(where) or "?"
 
 
 def _location(where):
