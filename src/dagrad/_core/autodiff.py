@@ -18,6 +18,7 @@ from .errors import _provenance, location, user_error, user_line
 from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
+from .shapes import summed_axes
 from .structural import broadcast_to, reshape, sum_to
 from .structural import sum as sum_
 from .tensor import Tensor, _grad_mode, _leaf, is_symbolic, write_clock
@@ -27,16 +28,12 @@ def _unbroadcast(ct, shape):
     """Sums a cotangent of a broadcast result back down to the input's `shape`."""
     if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
         return sum_to(ct, shape.ref)
-    ct_shape = _shape(ct)
-    lead = len(ct_shape) - len(shape)
-    if lead < 0:
+    axes = summed_axes(_shape(ct), shape)
+    if axes is None:
         return broadcast_to(ct, shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and ct_shape[lead + i] != 1
-    )
     if axes:
         ct = sum_(ct, axis=axes, keepdims=True)
-    if lead or _shape(ct) != shape:
+    if _shape(ct) != shape:
         ct = reshape(ct, shape)
     return ct
 

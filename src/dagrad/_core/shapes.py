@@ -177,3 +177,17 @@ def reduced_shape(shape, axis, keepdims) -> tuple:
         kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
         return shape.derive(kept) if isinstance(shape, SymbolicShape) else kept
     return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def summed_axes(big, small):
+    """The axes of `big` to sum to undo a broadcast of `small` to `big` (the leading ones, and those
+    where `small` has size 1), or None when `small` has more dimensions (nothing to sum: a broadcast
+    up). Unbroadcasting (the sweep, sum_to, its compiled rewrite) rests on this one rule.
+
+    >>> summed_axes((4, 2, 3), (1, 3)), summed_axes((3,), (2, 3))
+    ((0, 1), None)
+    """
+    lead = len(big) - len(small)
+    if lead < 0:
+        return None
+    return tuple(range(lead)) + tuple(lead + i for i, n in enumerate(small) if n == 1 and big[lead + i] != 1)

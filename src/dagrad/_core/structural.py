@@ -11,7 +11,16 @@ import numpy as np
 
 from .errors import user_error
 from .op import apply, defop, public
-from .shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis, reduced_shape, runtime_shape
+from .shapes import (
+    SymbolicShape,
+    as_index,
+    broadcast_shapes,
+    is_sequence,
+    normalize_axis,
+    reduced_shape,
+    runtime_shape,
+    summed_axes,
+)
 from .shapes import ndim_of as _ndim
 from .shapes import shape_of as _shape
 
@@ -138,10 +147,9 @@ _sum = defop(
 def _sum_to_forward(x, like):
     """x summed over the axes along which `like` was broadcast to x's shape."""
     shape = np.shape(like)
-    lead = np.ndim(x) - len(shape)
-    if lead < 0:
+    axes = summed_axes(np.shape(x), shape)
+    if axes is None:
         return np.broadcast_to(x, shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and np.shape(x)[lead + i] != 1)
     return np.sum(x, axis=axes, keepdims=True).reshape(shape) if axes else np.reshape(x, shape)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from .._core import structural
 from .._core.ir import Symbol, new_symbol
 from .._core.op import Op
-from .._core.shapes import broadcast_shapes
+from .._core.shapes import broadcast_shapes, summed_axes
 from ..ops import elementwise, shape
 
 # the ops the rewrites know, by identity
@@ -433,11 +433,10 @@ def _sum_to_known_shape(node, context):
     x = node.inputs[0]
     if not isinstance(x, Symbol) or x._shape == node._shape:
         return None  # folding's or _identity's case
-    shape, x_shape = node._shape, x._shape
-    lead = len(x_shape) - len(shape)
-    if lead < 0:
+    shape = node._shape
+    axes = summed_axes(x._shape, shape)
+    if axes is None:
         return context.build(node, BROADCAST_TO, (x,), {"shape": shape}), "sum_to -> sum"
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and x_shape[lead + i] != 1)
     total = context.build(node, SUM, (x,), {"axis": axes, "keepdims": True}) if axes else x
     if total._shape != shape:
         total = context.build(node, RESHAPE, (total,), {"shape": shape})
