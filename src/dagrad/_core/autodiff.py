@@ -137,8 +137,9 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
         attrs = node.attrs
         rules = node.op.vjp
         if len(inputs) == 1 and not graph_mode and type(rules) is tuple and rules[0] is not None:
-            # the hot path, kept apart from the general loop below for speed (per-op overhead is a
-            # headline figure): a recorded unary op's input is a box of this level needing grad
+            # the hot path, kept apart from the general loop below for speed: a recorded unary op's
+            # input is a box of this level needing grad. Without it workload (a) costs 5.70 instead of
+            # 5.29 us/op (0.60 instead of 0.55 of PyTorch's), measured 2026-11-25
             a = inputs[0]
             ct = rules[0](g, node._value, a._value) if attrs is None else rules[0](g, node._value, a._value, **attrs)
             if check:

@@ -66,6 +66,9 @@ def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=Fa
     if (vjp is None) != (jvp is None):
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
     op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source)
+    # The unary and binary functions take eager Tensors and plain values without `apply`: with
+    # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
+    # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25
     if nargs == 1:
         op.function = _unary_function(op)
     elif nargs == 2:
