@@ -897,3 +897,11 @@ def test_a_failing_gradients_leaves_the_graph_as_it_was(case):
     assert len(g) == nodes and g._names == names
     if case != "failing rule":
         assert str(info.value).startswith("gradients: ") and line in str(info.value), str(info.value)
+
+
+def test_assign_on_a_node_that_is_not_a_variable_is_a_clear_error():
+    with dg.Graph():
+        x = dg.placeholder((2,), name="x")
+        for call in (lambda: x.assign(1.0), lambda: (x * 2.0).assign_add(1.0), lambda: x.assign_sub(1.0)):
+            with pytest.raises(TypeError, match=r"assign: the target must be a dg.Variable, got <Symbol .*test_static"):
+                call()

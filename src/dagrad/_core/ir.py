@@ -296,6 +296,12 @@ class Symbol(Tensor):
             raise user_error(TypeError, "value", f"only a Variable's value can be set, not a {self.kind}'s")
         self._data = checked_value(new, self._shape, self._dtype, "Variable.value", f"Variable {self.name!r}")
 
+    def assign(self, expr):
+        """Only a Variable's node can be assigned (static/graph.py gives Variables this method)."""
+        raise user_error(TypeError, "assign", f"the target must be a dg.Variable, got {self!r}")
+
+    assign_add = assign_sub = assign
+
     def __repr__(self):
         label = f" {self.name!r}" if self.name else ""
         what = self.kind if self.op is None else self.op.name
