@@ -192,9 +192,14 @@ def _concatenate_vjp(g, out, *xs, axis):
     return cotangents
 
 
-def _concatenate_jvp(tangents, out, *xs, axis):
-    parts = [np.zeros(_shape(x), _dtype(out)) if t is None else t for t, x in zip(tangents, xs)]
-    return concatenate(parts, axis=axis)
+def _joined_tangents(join):
+    """The jvp rule of a joining op: the tangents joined as the values are (zeros for an input
+    without one)."""
+
+    def jvp(tangents, out, *xs, axis):
+        return join([np.zeros(_shape(x), _dtype(out)) if t is None else t for t, x in zip(tangents, xs)], axis=axis)
+
+    return jvp
 
 
 def _concatenate_shape(*shapes, axis):
@@ -216,7 +221,7 @@ _concatenate = defop(
     "concatenate",
     lambda *xs, axis: np.concatenate(xs, axis=axis),
     vjp=_concatenate_vjp,
-    jvp=_concatenate_jvp,
+    jvp=_joined_tangents(lambda parts, axis: concatenate(parts, axis=axis)),
     shape=_concatenate_shape,
     fresh=True,
 )
@@ -249,16 +254,11 @@ def _stack_vjp(g, out, *xs, axis):
     return [getitem(g, (slice(None),) * axis + (k,)) for k in range(len(xs))]
 
 
-def _stack_jvp(tangents, out, *xs, axis):
-    parts = [np.zeros(_shape(x), _dtype(out)) if t is None else t for t, x in zip(tangents, xs)]
-    return stack(parts, axis=axis)
-
-
 _stack = defop(
     "stack",
     lambda *xs, axis: np.stack(xs, axis=axis),
     vjp=_stack_vjp,
-    jvp=_stack_jvp,
+    jvp=_joined_tangents(lambda parts, axis: stack(parts, axis=axis)),
     shape=_stack_shape,
     fresh=True,
 )
