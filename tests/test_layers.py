@@ -145,3 +145,35 @@ def test_ops_are_named_by_identity_outside_their_declarations():
         for line, op in _named_ops(ast.parse(path.read_text(encoding="utf-8")), names):
             places.add((str(path.relative_to(SRC)), op, line))
     assert not places, sorted(places)
+
+
+# ---------------------------------------------------------------- no module writes into another
+
+
+BINDER = "dagrad._methods"  # the one module that attaches methods to the core's classes
+
+
+def _writes_into_imports(tree):
+    """(line, target) for each assignment to an attribute of an imported name (`tensor._backward = f`,
+    `Tensor.method = f`), at any depth of the module."""
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            base = target
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(target, ast.Attribute) and isinstance(base, ast.Name) and base.id in imported:
+                found.append((node.lineno, ast.unparse(target)))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - {BINDER}))
+def test_no_module_writes_into_another(name):
+    found = _writes_into_imports(ast.parse(MODULES[name].read_text(encoding="utf-8")))
+    assert not found, [f"{MODULES[name].relative_to(SRC)}:{line}: {target}" for line, target in found]

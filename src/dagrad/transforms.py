@@ -14,7 +14,7 @@ from ._core.op import make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
-from ._core.tensor import Dual, Tensor, _grad_mode, _leaf
+from ._core.tensor import Dual, Tensor, _leaf, enable_grad
 from .ops.shape import reshape, stack
 
 _next_level = itertools.count(1).__next__  # each transform boxes its inputs at a level of its own
@@ -78,12 +78,8 @@ class _Traced:
             pairs = [(leaf, _reverse_box(_differentiable_input(leaf, where), self.level)) for leaf in leaves]
             self.boxes.append((treedef, pairs))
             self.args[n] = tree_unflatten(treedef, [box for _, box in pairs])
-        previous = _grad_mode.enabled
-        _grad_mode.enabled = True
-        try:
+        with enable_grad():
             self.out = f(*self.args, **(kwargs or {}))
-        finally:
-            _grad_mode.enabled = previous
 
     def pull(self, out_leaves, cotangents):
         """Cotangents for every boxed argument, one pytree per argnum."""
@@ -93,12 +89,8 @@ class _Traced:
             if isinstance(o, Tensor) and o._level == level and o._requires_grad:
                 roots.append(o)
                 seeds.append(ct)
-        previous = _grad_mode.enabled
-        _grad_mode.enabled = True
-        try:
+        with enable_grad():
             leaves = reverse_sweep(roots, seeds, level) if roots else {}
-        finally:
-            _grad_mode.enabled = previous
         return tuple(
             tree_unflatten(treedef, [_finish_ct(leaves.get(box), orig, box._value) for orig, box in pairs])
             for treedef, pairs in self.boxes

@@ -28,7 +28,7 @@ import numpy as np
 from ._core.autodiff import reverse_sweep
 from ._core.errors import location, short_location, user_error
 from ._core.ir import Graph, Symbol, TooManyNodes, node_parts, show_value, walk
-from ._core.tensor import Tensor, _grad_mode, _new, next_seq
+from ._core.tensor import Tensor, _new, enable_grad, next_seq
 from .ops.elementwise import full_like
 
 __all__ = ["listing", "to_dot", "to_svg", "draw"]
@@ -248,12 +248,8 @@ def _add_backward(view, root, nodes, labels):
     seed._value = np.ones(root.shape, root.dtype)
     seed.op, seed.inputs, seed.attrs = full_like.op, (top,), {"fill_value": 1, "dtype": None}
     seed._grad, seed._level, seed._requires_grad, seed._seq, seed._code = None, 0, True, next_seq(), None
-    previous = _grad_mode.enabled
-    _grad_mode.enabled = True
-    try:
+    with enable_grad():
         grads = reverse_sweep([top], [seed], 0, graph_mode=True)
-    finally:
-        _grad_mode.enabled = previous
     # the new nodes: what the gradients depend on, short of the forward graph
     made = walk([ct for ct in grads.values() if isinstance(ct, Tensor)], stop={**originals, **nodes})
     marks_at = [seq for seq, _ in marks]

@@ -21,7 +21,7 @@ from .shapes import shape_of as _shape
 from .shapes import summed_axes
 from .structural import broadcast_to, reshape, sum_to
 from .structural import sum as sum_
-from .tensor import Tensor, _grad_mode, _leaf, is_symbolic, write_clock
+from .tensor import Tensor, _leaf, enable_grad, is_symbolic, write_clock
 
 
 def _unbroadcast(ct, shape):
@@ -60,11 +60,11 @@ def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, target
     """
     symbolic = is_symbolic(roots[0]) if len(roots) == 1 else any(is_symbolic(root) for root in roots)
     if symbolic:
-        previous = _provenance.origin, _provenance.node
+        previous = _provenance.node, _provenance.origin
         try:
             return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
         finally:
-            _provenance.origin, _provenance.node = previous
+            _provenance.note(*previous)
     return _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic)
 
 
@@ -75,10 +75,9 @@ def _differentiate(node):
     while isinstance(value, Tensor) and not value._symbolic:
         value = value._value
     if not isinstance(value, Tensor):
-        _provenance.origin = _provenance.node = None
-        return
-    _provenance.node = value
-    _provenance.origin = f"{value.where} (backward of {node.op.name})"
+        _provenance.note(None, None)
+    else:
+        _provenance.note(value, f"{value.where} (backward of {node.op.name})")
 
 
 def _modified_error(node, changed):
@@ -227,12 +226,8 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
     if create_graph:
         if not isinstance(seed, Tensor):
             seed = _leaf(seed, False)
-        previous = _grad_mode.enabled
-        _grad_mode.enabled = True
-        try:
+        with enable_grad():
             leaves = reverse_sweep([tensor], [seed], 0, graph_mode=True, free=not retain_graph)
-        finally:
-            _grad_mode.enabled = previous
         for leaf, ct in leaves.items():
             if not isinstance(ct, Tensor):
                 ct = _leaf(np.array(ct, dtype=leaf.dtype), False)

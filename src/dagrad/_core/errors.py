@@ -24,6 +24,9 @@ class _Provenance(threading.local):
     node = None
     origin = None
 
+    def note(self, node, origin):
+        self.node, self.origin = node, origin
+
 
 _provenance = _Provenance()
 
