@@ -1230,3 +1230,26 @@ def test_every_simplification_declares_the_ops_it_matches():
     # the driver tries on a node only the rules of its op
     assert passes._RULES[passes.MULTIPLY] == [passes._uniform_constant, passes._multiply_by_one]
     assert dg.tanh.op not in passes._RULES
+
+
+def test_linalg_dtypes_are_declared_not_guessed_from_a_singular_stand_in():
+    # a stand-in of ones is singular: the solve raised, the dtype fell back on int64 for int inputs,
+    # and the cast back to int64 below was removed as a no-op: float results, silently
+    a, b = np.array([[2, 1], [1, 3]]), np.array([1, 2])
+    fast = dg.compile(lambda a, b: dg.astype(dg.linalg.solve(a, b) * 10, "int64"))
+    identical(fast(a, b), (np.linalg.solve(a, b) * 10).astype(np.int64))
+    with dg.Graph():
+        ints, f32 = dg.placeholder((2, 2), dtype="int64"), dg.placeholder((2, 2), dtype="float32")
+        assert dg.linalg.solve(ints, ints).dtype == np.linalg.solve(a, a).dtype == np.float64
+        assert dg.linalg.det(ints).dtype == dg.linalg.slogdet(ints)[0].dtype == np.float64
+        assert dg.linalg.inv(f32).dtype == np.float32
+
+
+def test_astype_to_integers_works_on_graph_nodes():
+    # the cast cuts the gradient: eager values are detached, graph nodes go through stop_gradient
+    fast = dg.compile(lambda v: dg.astype(v * 10.0, "int64"))
+    identical(fast(np.array([0.2, 0.6])), np.array([2, 6]))
+    with dg.Graph() as g:
+        x = dg.placeholder((2,), name="x")
+        y = dg.astype(x * 10.0, "int64")
+    identical(dg.Session(g).run(y, {x: np.array([0.2, 0.6])}), np.array([2, 6]))

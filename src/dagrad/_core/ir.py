@@ -422,6 +422,9 @@ _ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result d
 
 def _infer_dtype(op, inputs, attrs):
     """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
+    if op.dtype is not None:  # the op's own rule
+        dtypes = [a._dtype if isinstance(a, Symbol) else np.result_type(a) for a in inputs]
+        return np.dtype(op.dtype(*dtypes, **(attrs or {})))
     if op.random:  # running it would draw from its generator: its dtype is its first input's
         return inputs[0]._dtype
     elementwise = op.shape is broadcast_shapes

@@ -33,10 +33,10 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source")
+                 "shape_source", "dtype")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
-                 shape_source=False):
+                 shape_source=False, dtype=None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -48,24 +48,26 @@ class Op:
         self.fresh = fresh  # always returns a new array (beside ufuncs): generated code may write into it
         # takes unknown sizes from an extra last input (a node whose run-time shape fills them in)
         self.shape_source = shape_source
+        # the dtype rule, dtype(*input dtypes, **attrs); None: found by running forward on stand-ins
+        self.dtype = dtype
 
     def __repr__(self):
         return f"<op {self.name}>"
 
 
-def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False):
+def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
     `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as described in the
     module docstring; an op with neither is non-differentiable (its output never requires
     grad, e.g. comparisons). `nargs` (1 or 2) selects a fast calling convention for
-    elementwise ops without attributes. `fresh` and `shape_source`: see Op.
+    elementwise ops without attributes. `fresh`, `shape_source` and `dtype`: see Op.
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
     if (vjp is None) != (jvp is None):
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
-    op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source)
+    op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source, dtype=dtype)
     # The unary and binary functions take eager Tensors and plain values without `apply`: with
     # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
     # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25

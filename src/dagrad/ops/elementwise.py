@@ -15,7 +15,7 @@ from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes
 from .._core.shapes import dtype_of as _dtype
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, is_symbolic
 
 
 def _elementwise(name, forward, rules, nargs):
@@ -345,7 +345,8 @@ def astype(x, dtype):
     array([ 1, -2])
     """
     dtype = _real_dtype(dtype, "astype", x)
-    if dtype.kind != "f":
-        if isinstance(x, Tensor):
-            x = x.detach()
+    if dtype.kind != "f" and isinstance(x, Tensor):
+        # no gradient through a cast to bool or integers: a graph's node (no values to detach) is
+        # cut by a stop_gradient node, a value with values is detached
+        x = stop_gradient(x) if is_symbolic(x) else x.detach()
     return apply(_astype, (x,), {"dtype": dtype})

@@ -522,12 +522,20 @@ def _trace_last2(m):
     return sum(m, axis=(-2, -1))
 
 
+def _linalg_dtype(*dtypes, **attrs):
+    """NumPy's linalg computes in floating point: integers and bools give float64. Declared, not found
+    by running on stand-ins, because a stand-in of ones is singular (the solve raises)."""
+    dtype = np.result_type(*dtypes)
+    return dtype if dtype.kind == "f" else np.dtype(np.float64)
+
+
 _inv = defop(
     "inv",
     np.linalg.inv,
     vjp=(lambda g, out, a: -matmul(_mT(out), matmul(g, _mT(out))),),  # -A^-T g A^-T
     jvp=(lambda t, out, a: -matmul(out, matmul(t, out)),),  # -A^-1 t A^-1
     shape=_same_shape,
+    dtype=_linalg_dtype,
 )
 
 
@@ -551,6 +559,7 @@ _det = defop(
     vjp=(lambda g, out, a: _as_matrix_scale(g * out) * _mT(inv(a)),),  # g det A^-T
     jvp=(lambda t, out, a: out * _trace_last2(_mT(inv(a)) * t),),  # det tr(A^-1 t)
     shape=_batch_shape,
+    dtype=_linalg_dtype,
 )
 
 
@@ -573,8 +582,9 @@ _logabsdet = defop(
     vjp=(lambda g, out, a: _as_matrix_scale(g) * _mT(inv(a)),),  # g A^-T
     jvp=(lambda t, out, a: _trace_last2(_mT(inv(a)) * t),),  # tr(A^-1 t)
     shape=_batch_shape,
+    dtype=_linalg_dtype,
 )
-_slogdet_sign = defop("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], shape=_batch_shape)
+_slogdet_sign = defop("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], shape=_batch_shape, dtype=_linalg_dtype)
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
@@ -629,6 +639,7 @@ _solve = defop(
     vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(_solve_jvp_a, lambda t, out, a, b: solve(a, t)),
     shape=_solve_shape,
+    dtype=_linalg_dtype,
 )
 
 
@@ -683,6 +694,7 @@ _cholesky = defop(
     vjp=(_cholesky_vjp,),
     jvp=(_cholesky_jvp,),
     shape=_same_shape,
+    dtype=_linalg_dtype,
 )
 
 
@@ -727,6 +739,7 @@ _l2_norm = defop(
     vjp=(_l2_norm_vjp,),
     jvp=(_l2_norm_jvp,),
     shape=lambda shape, axis, keepdims: reduced_shape(shape, axis, keepdims),
+    dtype=_linalg_dtype,
 )
 
 
