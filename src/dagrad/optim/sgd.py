@@ -62,6 +62,8 @@ class SGD(Optimizer):
         return super()._export_state(entry, group)
 
     def _fast_update(self, group):
+        # plain SGD in place, without the general update's state and scalar handling: the (e) MLP
+        # step, batch 64, takes 847 instead of 873 us with it (3%), measured 2026-11-25
         if group["momentum"] != 0 or group["weight_decay"] != 0 or group["maximize"]:
             return None
         lr = group["lr"]
