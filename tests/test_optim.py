@@ -716,10 +716,10 @@ def test_scheduler_load_state_dict_checks_every_entry_first():
 class _FailsOnSecond(dg.optim.Adam):
     """Adam whose update fails for its second parameter: a failure after minimize made state Variables."""
 
-    def _update(self, p, g, state, group, ops):
+    def _update(self, p, g, state, group):
         if p.name == "b":
             raise ValueError("boom")
-        return super()._update(p, g, state, group, ops)
+        return super()._update(p, g, state, group)
 
 
 @pytest.mark.parametrize("loaded", [False, True])

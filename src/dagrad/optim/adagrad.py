@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer
+from .. import numpy as dnp
+from .optimizer import Optimizer, _scalar
 
 __all__ = ["Adagrad"]
 
@@ -44,7 +45,7 @@ class Adagrad(Optimizer):
         if p not in self.state:
             self.state[p] = self._init_state(p.value, group)
 
-    def _update(self, p, g, state, group, ops):
+    def _update(self, p, g, state, group):
         step = state["step"] + 1.0
         if group["maximize"]:
             g = -g
@@ -52,5 +53,5 @@ class Adagrad(Optimizer):
             g = g + group["weight_decay"] * p
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"] + g * g
-        std = ops.sqrt(state_sum) + group["eps"]
-        return p + ops.scalar(-clr, p.dtype) * (g / std), {"step": step, "sum": state_sum}
+        std = dnp.sqrt(state_sum) + group["eps"]
+        return p + _scalar(-clr, p.dtype) * (g / std), {"step": step, "sum": state_sum}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import numpy as dnp
 from .._core.errors import user_error
-from .optimizer import Optimizer, _lerp, _real
+from .optimizer import Optimizer, _lerp, _real, _scalar
 
 __all__ = ["Adam", "AdamW"]
 
@@ -59,7 +60,7 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = np.zeros_like(value)
         return state
 
-    def _update(self, p, g, state, group, ops):
+    def _update(self, p, g, state, group):
         dtype = p.dtype
         lr = group["lr"]
         beta1, beta2 = group["betas"]
@@ -69,7 +70,7 @@ class Adam(Optimizer):
         step = state["step"] + 1.0
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
-                p = p * ops.scalar(1 - lr * weight_decay, dtype)
+                p = p * _scalar(1 - lr * weight_decay, dtype)
             else:
                 g = g + weight_decay * p
         exp_avg = _lerp(state["exp_avg"], g, 1 - beta1)
@@ -77,14 +78,14 @@ class Adam(Optimizer):
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step
         step_size = lr / bias_correction1
-        bias_correction2_sqrt = ops.scalar(bias_correction2**0.5, dtype)
+        bias_correction2_sqrt = _scalar(bias_correction2**0.5, dtype)
         new_state = {"step": step, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
         if group["amsgrad"]:
-            max_exp_avg_sq = new_state["max_exp_avg_sq"] = ops.maximum(state["max_exp_avg_sq"], exp_avg_sq)
-            denom = ops.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps
+            max_exp_avg_sq = new_state["max_exp_avg_sq"] = dnp.maximum(state["max_exp_avg_sq"], exp_avg_sq)
+            denom = dnp.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps
         else:
-            denom = ops.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
-        return p + ops.scalar(-step_size, dtype) * (exp_avg / denom), new_state
+            denom = dnp.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
+        return p + _scalar(-step_size, dtype) * (exp_avg / denom), new_state
 
 
 class AdamW(Adam):

@@ -53,46 +53,13 @@ class _ParamGroup(dict):
         return self[key]
 
 
-class _NumpyOps:
-    """The few functions the update formulas need, on NumPy arrays (eager mode)."""
-
-    static = False
-    sqrt = staticmethod(np.sqrt)
-    maximum = staticmethod(np.maximum)
-
-    @staticmethod
-    def scalar(x, dtype):
-        return x  # a Python number: NumPy casts it to the array's dtype, as torch does
-
-    @staticmethod
-    def where(condition, a, b):
-        return a if condition else b
-
-
-class _GraphOps:
-    """The same functions building nodes of a static graph."""
-
-    static = True
-
-    @staticmethod
-    def sqrt(x):
-        return dnp.sqrt(x)
-
-    @staticmethod
-    def maximum(a, b):
-        return dnp.maximum(a, b)
-
-    @staticmethod
-    def scalar(x, dtype):
-        # a float64 scalar node would promote a float32 parameter's update to float64: cast it,
-        # as torch casts a Python scalar to the parameter's dtype
-        if isinstance(x, Symbol) and x.dtype != dtype:
-            return dnp.astype(x, dtype)
-        return x
-
-    @staticmethod
-    def where(condition, a, b):
-        return dnp.where(condition, a, b)
+def _scalar(x, dtype):
+    """A scalar of the update formulas in the parameter's dtype: a Python number as it is (NumPy
+    casts it to the array's dtype, as torch does); a node of a static graph cast, since a float64
+    scalar node would promote a float32 parameter's update to float64."""
+    if isinstance(x, Symbol) and x.dtype != dtype:
+        return dnp.astype(x, dtype)
+    return x
 
 
 def _lerp(start, end, weight):
@@ -156,7 +123,9 @@ class Optimizer:
     Subclasses define `defaults` (through `__init__`), the options' ranges (`_nonnegative`: numbers
     >= 0, `_numbers`: any finite number, `_flags`: booleans; `_validate` for the rest),
     `_init_state(value, group)` (the state of a new parameter, NumPy arrays and numbers) and
-    `_update(p, g, state, group, ops)`, which returns the parameter's new value and its new state.
+    `_update(p, g, state, group)`, which returns the parameter's new value and its new state: one
+    formula for both modes, on NumPy arrays eagerly and on nodes in a static graph (dagrad's
+    functions are NumPy's own on arrays).
 
     Every error caused by an option, a parameter or a gradient names the optimiser, the value
     and the user's line, and leaves the optimiser and its parameters as they were.
@@ -285,7 +254,7 @@ class Optimizer:
         """The state of a parameter before its first step (NumPy arrays and numbers)."""
         return {}
 
-    def _update(self, p, g, state, group, ops):
+    def _update(self, p, g, state, group):
         """(new value of p, new state) from the parameter p, its gradient g and its state."""
         raise NotImplementedError
 
@@ -366,7 +335,7 @@ class Optimizer:
                 continue
             if state is None:
                 state = all_state[p] = self._init_state(value, group)
-            new_value, new_state = self._update(value, g, state, group, _NumpyOps)
+            new_value, new_state = self._update(value, g, state, group)
             value[...] = new_value
             mark_written(p)
             for key, new in new_state.items():
@@ -445,7 +414,7 @@ class Optimizer:
                     options = dict(group_, lr=lr)
                     for p in group_["params"]:
                         state = self._state_variables(p, group_)
-                        new_value, new_state = self._update(p, grads[id(p)], dict(state), options, _GraphOps)
+                        new_value, new_state = self._update(p, grads[id(p)], dict(state), options)
                         updates.append(p.assign(new_value))
                         for key, new in new_state.items():
                             updates.append(state[key].assign(new))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _lerp
+from .. import numpy as dnp
+from .optimizer import Optimizer, _lerp, _scalar
 
 __all__ = ["RMSprop"]
 
@@ -46,7 +47,7 @@ class RMSprop(Optimizer):
             state["grad_avg"] = np.zeros_like(value)
         return state
 
-    def _update(self, p, g, state, group, ops):
+    def _update(self, p, g, state, group):
         dtype = p.dtype
         alpha, eps, weight_decay, momentum = group["alpha"], group["eps"], group["weight_decay"], group["momentum"]
         if group["maximize"]:
@@ -57,11 +58,11 @@ class RMSprop(Optimizer):
         square_avg = new_state["square_avg"] = state["square_avg"] * alpha + (1 - alpha) * g * g
         if group["centered"]:
             grad_avg = new_state["grad_avg"] = _lerp(state["grad_avg"], g, 1 - alpha)
-            avg = ops.sqrt(square_avg + -1.0 * grad_avg * grad_avg)
+            avg = dnp.sqrt(square_avg + -1.0 * grad_avg * grad_avg)
         else:
-            avg = ops.sqrt(square_avg)
+            avg = dnp.sqrt(square_avg)
         avg = avg + eps
-        neg_lr = ops.scalar(-group["lr"], dtype)
+        neg_lr = _scalar(-group["lr"], dtype)
         if momentum > 0:
             buf = new_state["momentum_buffer"] = state["momentum_buffer"] * momentum + g / avg
             return p + neg_lr * buf, new_state

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import numpy as dnp
 from .._core.errors import user_error
-from .optimizer import Optimizer
+from .._core.tensor import is_symbolic
+from .optimizer import Optimizer, _scalar
 
 __all__ = ["SGD"]
 
@@ -73,8 +75,8 @@ class SGD(Optimizer):
 
         return update
 
-    def _update(self, p, g, state, group, ops):
-        neg_lr = ops.scalar(-group["lr"], p.dtype)
+    def _update(self, p, g, state, group):
+        neg_lr = _scalar(-group["lr"], p.dtype)
         if group["maximize"]:
             g = -g
         weight_decay = group["weight_decay"]
@@ -88,8 +90,8 @@ class SGD(Optimizer):
                 buf = g
             else:
                 buf = buf * momentum + (1 - group["dampening"]) * g
-                if ops.static:
-                    buf = ops.where(state["_step"] == 0, g, buf)
+                if is_symbolic(p):  # a static graph: the first run takes g (one graph serves every step)
+                    buf = dnp.where(state["_step"] == 0, g, buf)
                     new_state["_step"] = state["_step"] + 1.0
             new_state["momentum_buffer"] = buf
             g = g + momentum * buf if group["nesterov"] else buf
