@@ -583,10 +583,15 @@ def child(lib, n_ops):
     print(json.dumps({"seconds": elapsed, "peak_bytes": peak_bytes, "value": y.item(), "grad": x.grad.item()}))
 
 
-def run_child(lib, n_ops):
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", lib, str(n_ops)]
+def child_json(*args):
+    """Runs this script in a fresh process with `args`; returns the JSON line it printed last."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), *map(str, args)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def run_child(lib, n_ops):
+    return child_json("--child", lib, n_ops)
 
 
 def bench_deep(n_ops, rounds):
@@ -1034,9 +1039,7 @@ def bench_train_memory(mode):
     out = {}
     for lib, name in (("dagrad", "dagrad eager (nn + optim)"), ("torch", "PyTorch eager")):
         last = MEMORY_STEPS if mode == "quick" else MEMORY_MARKS[-1]
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--train-child", lib, str(last)]
-        res = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        out[name] = json.loads(res.strip().splitlines()[-1])
+        out[name] = child_json("--train-child", lib, last)
     return out
 
 
@@ -1115,9 +1118,7 @@ def bench_cache_memory(mode):
     out = {}
     loops = (("session", "Session.run, batch sizes 1..N"), ("compile", "dg.compile(dg.grad(f)), lengths 1..N"))
     for kind, name in loops:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--cache-child", kind, str(SHAPE_LOOPS[mode])]
-        res = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        out[name] = json.loads(res.strip().splitlines()[-1])
+        out[name] = child_json("--cache-child", kind, SHAPE_LOOPS[mode])
     return out
 
 
