@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from .errors import _provenance, caller_line, user_error, user_line
+from .errors import _provenance, caller_line, op_error, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _new, next_seq
 
@@ -420,11 +420,24 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
 _ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result dtype
 
 
+def _rule_input(a):
+    """What a dtype rule gets for an input: a dtype, the type of a Python number (NumPy 2 types
+    those weakly: float32 + 2.0 is float32), or None for an absent optional input."""
+    if isinstance(a, Symbol):
+        return a._dtype
+    if a is None or type(a) in (int, float, complex):
+        return a if a is None else type(a)
+    return np.result_type(a)
+
+
 def _infer_dtype(op, inputs, attrs):
     """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
-    if op.dtype is not None:  # the op's own rule
-        dtypes = [a._dtype if isinstance(a, Symbol) else np.result_type(a) for a in inputs]
-        return np.dtype(op.dtype(*dtypes, **(attrs or {})))
+    if op.dtype is not None:  # the op's declared rule (see _core/dtypes.py)
+        dtypes = [_rule_input(a) for a in inputs]
+        try:
+            return np.dtype(op.dtype(*dtypes, **(attrs or {})))
+        except (TypeError, ValueError) as err:  # no loop for these dtypes: refused now, as eager mode would
+            raise op_error(op.name, [a for a in inputs if isinstance(a, Symbol)], err) from None
     if op.random:  # running it would draw from its generator: its dtype is its first input's
         return inputs[0]._dtype
     elementwise = op.shape is broadcast_shapes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtypes import accumulated, first
 from .errors import user_error
 from .op import apply, defop, public
 from .shapes import (
@@ -72,6 +73,7 @@ _reshape = defop(
     vjp=(lambda g, out, x, *source, shape: reshape(g, _shape(x)),),
     jvp=(lambda t, out, x, *source, shape: reshape(t, _shape(out)),),
     shape=_reshape_shape,
+    dtype=first,
     shape_source=True,
 )
 
@@ -113,6 +115,7 @@ _broadcast_to = defop(
     vjp=(lambda g, out, x, *source, shape: g,),  # the engine sums g back down to x's shape
     jvp=(lambda t, out, x, *source, shape: broadcast_to(t, _shape(out)),),
     shape=lambda x_shape, *source_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
+    dtype=first,
     shape_source=True,
 )
 
@@ -142,6 +145,7 @@ _sum = defop(
     jvp=(lambda t, out, x, axis, keepdims: sum(t, axis=axis, keepdims=keepdims),),
     shape=reduction_shape,
     fresh=True,
+    dtype=accumulated,
 )
 
 def _sum_to_forward(x, like):
@@ -150,7 +154,8 @@ def _sum_to_forward(x, like):
     axes = summed_axes(np.shape(x), shape)
     if axes is None:
         return np.broadcast_to(x, shape)
-    return np.sum(x, axis=axes, keepdims=True).reshape(shape) if axes else np.reshape(x, shape)
+    # x's dtype kept, as broadcast_to (its adjoint) keeps it
+    return np.sum(x, axis=axes, keepdims=True, dtype=x.dtype).reshape(shape) if axes else np.reshape(x, shape)
 
 
 # the engine's unbroadcast when sizes are unknown until a static graph runs
@@ -160,6 +165,7 @@ _sum_to = defop(
     vjp=(lambda g, out, x, like: broadcast_to(g, _shape(x)), None),
     jvp=(lambda t, out, x, like: sum_to(t, like), None),
     shape=lambda x_shape, like_shape: tuple(like_shape),
+    dtype=first,
 )
 
 

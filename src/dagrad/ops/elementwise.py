@@ -8,9 +8,11 @@ tangent): each op below declares one rule per input and uses it for both.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
+from .._core.dtypes import attr, first, floating, of_ufunc, promoted
 from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes
@@ -18,9 +20,11 @@ from .._core.shapes import dtype_of as _dtype
 from .._core.tensor import Tensor, is_symbolic
 
 
-def _elementwise(name, forward, rules, nargs):
+def _elementwise(name, forward, rules, nargs, dtype=None):
+    # a ufunc's dtype rule is NumPy's own type resolution for it
+    dtype = dtype or of_ufunc(forward)
     rules = None if rules is None else tuple(rules)
-    return defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs).function
+    return defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs, dtype=dtype).function
 
 
 def _is_number(x):
@@ -59,25 +63,16 @@ def _power_rule_exponent(g, out, x, y):
 power = _elementwise("power", np.power, (_power_rule_base, _power_rule_exponent), 2)
 
 
-def _maximum_rule(first):
+def _extremum_rules(wins):
     # the winner takes the gradient; a tie shares it evenly (PyTorch's convention)
-    def rule(g, out, x, y):
-        mine, other = (x, y) if first else (y, x)
-        return where(mine > other, g, where(mine == other, g * 0.5, 0))
+    def rule(g, out, mine, other):
+        return where(wins(mine, other), g, where(mine == other, g * 0.5, 0))
 
-    return rule
-
-
-def _minimum_rule(first):
-    def rule(g, out, x, y):
-        mine, other = (x, y) if first else (y, x)
-        return where(mine < other, g, where(mine == other, g * 0.5, 0))
-
-    return rule
+    return rule, lambda g, out, x, y: rule(g, out, y, x)
 
 
-maximum = _elementwise("maximum", np.maximum, (_maximum_rule(True), _maximum_rule(False)), 2)
-minimum = _elementwise("minimum", np.minimum, (_minimum_rule(True), _minimum_rule(False)), 2)
+maximum = _elementwise("maximum", np.maximum, _extremum_rules(operator.gt), 2)
+minimum = _elementwise("minimum", np.minimum, _extremum_rules(operator.lt), 2)
 
 true_divide = divide
 
@@ -102,7 +97,7 @@ sign = _elementwise("sign", np.sign, _ZERO, 1)
 floor = _elementwise("floor", np.floor, _ZERO, 1)
 ceil = _elementwise("ceil", np.ceil, _ZERO, 1)
 _round = defop("round", lambda x, decimals: np.round(x, decimals), vjp=_ZERO, jvp=_ZERO,
-               shape=lambda shape, decimals: shape)
+               shape=lambda shape, decimals: shape, dtype=first)
 
 
 @public(_round)
@@ -160,8 +155,9 @@ def _sigmoid(x):
     return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))[()]
 
 
-sigmoid = _elementwise("sigmoid", _sigmoid, (lambda g, out, x: g * (out * (1 - out)),), 1)
-relu = _elementwise("relu", lambda x: np.maximum(x, 0), (lambda g, out, x: where(x > 0, g, 0),), 1)  # relu'(0) = 0
+sigmoid = _elementwise("sigmoid", _sigmoid, (lambda g, out, x: g * (out * (1 - out)),), 1, of_ufunc(np.exp))
+relu = _elementwise("relu", lambda x: np.maximum(x, 0), (lambda g, out, x: where(x > 0, g, 0),), 1,  # relu'(0) = 0
+                    of_ufunc(np.maximum, int))
 
 
 def _softplus(x):
@@ -169,7 +165,7 @@ def _softplus(x):
     return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))[()]
 
 
-softplus = _elementwise("softplus", _softplus, (lambda g, out, x: g * sigmoid(x),), 1)
+softplus = _elementwise("softplus", _softplus, (lambda g, out, x: g * sigmoid(x),), 1, of_ufunc(np.exp))
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -182,32 +178,32 @@ def _erf(x):
     return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=dtype)[()]
 
 
-erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1)
+erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1, floating)
 
 # -- selection
+_where_rules = (None, lambda g, out, c, x, y: where(c, g, 0), lambda g, out, c, x, y: where(c, 0, g))
 where = defop(
     "where",
     np.where,
-    vjp=(None, lambda g, out, c, x, y: where(c, g, 0), lambda g, out, c, x, y: where(c, 0, g)),
-    jvp=(None, lambda t, out, c, x, y: where(c, t, 0), lambda t, out, c, x, y: where(c, 0, t)),
+    vjp=_where_rules,
+    jvp=_where_rules,
     shape=broadcast_shapes,
     fresh=True,
+    dtype=lambda c, x, y: promoted(x, y),  # the condition only selects
 ).function
 
-def _fmax_rule(first, wins):
+
+def _fmax_rules(first_wins):
     # NaN-ignoring max/min: the side that is chosen takes the gradient; a tie goes to the first
     # argument, as torch.fmax/fmin
-    def rule(g, out, x, y):
-        chosen = logical_or(wins(x, y), isnan(y))
-        return where(chosen, g, 0) if first else where(chosen, 0, g)
+    def chosen(x, y):
+        return logical_or(first_wins(x, y), isnan(y))
 
-    return rule
+    return lambda g, out, x, y: where(chosen(x, y), g, 0), lambda g, out, x, y: where(chosen(x, y), 0, g)
 
 
-_first_wins_max = lambda x, y: x >= y  # noqa: E731
-_first_wins_min = lambda x, y: x <= y  # noqa: E731
-fmax = _elementwise("fmax", np.fmax, (_fmax_rule(True, _first_wins_max), _fmax_rule(False, _first_wins_max)), 2)
-fmin = _elementwise("fmin", np.fmin, (_fmax_rule(True, _first_wins_min), _fmax_rule(False, _first_wins_min)), 2)
+fmax = _elementwise("fmax", np.fmax, _fmax_rules(operator.ge), 2)
+fmin = _elementwise("fmin", np.fmin, _fmax_rules(operator.le), 2)
 
 
 def _clip_mask(x, lo, hi):
@@ -229,21 +225,17 @@ def _clip_high_wins(x, lo, hi):
     return x > hi if lo is None else logical_or(x > hi, lo > hi)
 
 
-# the masks match torch.clamp, including its ties (a bound equal to x passes the gradient to x)
+# the masks match torch.clamp, including its ties (a bound equal to x passes the gradient to x); as for
+# every elementwise op, one rule per input serves both modes
+_clip_rules = tuple(lambda g, out, x, lo, hi, mask=mask: where(mask(x, lo, hi), g, 0)
+                    for mask in (_clip_mask, _clip_low_wins, _clip_high_wins))
 _clip = defop(
     "clip",
     lambda x, lo, hi: np.clip(x, lo, hi),
-    vjp=(
-        lambda g, out, x, lo, hi: where(_clip_mask(x, lo, hi), g, 0),
-        lambda g, out, x, lo, hi: where(_clip_low_wins(x, lo, hi), g, 0),
-        lambda g, out, x, lo, hi: where(_clip_high_wins(x, lo, hi), g, 0),
-    ),
-    jvp=(
-        lambda t, out, x, lo, hi: where(_clip_mask(x, lo, hi), t, 0),
-        lambda t, out, x, lo, hi: where(_clip_low_wins(x, lo, hi), t, 0),
-        lambda t, out, x, lo, hi: where(_clip_high_wins(x, lo, hi), t, 0),
-    ),
+    vjp=_clip_rules,
+    jvp=_clip_rules,
     shape=lambda x, lo, hi: broadcast_shapes(x, lo, hi),
+    dtype=promoted,
 )
 
 
@@ -270,7 +262,7 @@ logical_not = _elementwise("logical_not", np.logical_not, None, 1)
 
 
 # -- treating a value as a constant
-stop_gradient = _elementwise("stop_gradient", lambda x: x, None, 1)
+stop_gradient = _elementwise("stop_gradient", lambda x: x, None, 1, first)
 stop_gradient.__doc__ = """`x` as a constant: the same value, no gradient through it (as `jax.lax.stop_gradient`)."""
 
 # -- constant arrays shaped like another (no gradient: their values do not depend on x's)
@@ -279,6 +271,7 @@ _full_like = defop(
     lambda x, fill_value, dtype: np.full_like(x, fill_value, dtype=dtype),
     shape=lambda shape, fill_value, dtype: shape,
     fresh=True,
+    dtype=attr("dtype"),
 )
 
 
@@ -334,6 +327,7 @@ _astype = defop(
     vjp=(lambda g, out, x, dtype: astype(g, _dtype(x)),),
     jvp=(lambda t, out, x, dtype: astype(t, dtype),),
     shape=_astype_shape,
+    dtype=attr("dtype"),
 )
 
 

@@ -13,6 +13,7 @@ from collections import Counter, namedtuple
 
 import numpy as np
 
+from .._core.dtypes import floating, of_ufunc, promoted
 from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
@@ -68,6 +69,7 @@ matmul = defop(
     vjp=(_matmul_vjp_a, _matmul_vjp_b),
     jvp=(lambda t, out, a, b: matmul(t, b), lambda t, out, a, b: matmul(a, t)),
     shape=_matmul_shape,
+    dtype=of_ufunc(np.matmul),
     nargs=2,
 ).function
 
@@ -380,6 +382,7 @@ _einsum = defop(
     vjp=tuple(_einsum_vjp_rule(i) for i in range(_MAX_OPERANDS)),
     jvp=tuple(_einsum_jvp_rule(i) for i in range(_MAX_OPERANDS)),
     shape=_einsum_shape,
+    dtype=promoted,
 )
 
 
@@ -522,11 +525,8 @@ def _trace_last2(m):
     return sum(m, axis=(-2, -1))
 
 
-def _linalg_dtype(*dtypes, **attrs):
-    """NumPy's linalg computes in floating point: integers and bools give float64. Declared, not found
-    by running on stand-ins, because a stand-in of ones is singular (the solve raises)."""
-    dtype = np.result_type(*dtypes)
-    return dtype if dtype.kind == "f" else np.dtype(np.float64)
+# NumPy's linalg computes in floating point: integers and bools give float64
+_linalg_dtype = floating
 
 
 _inv = defop(

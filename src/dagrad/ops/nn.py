@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from .._core.dtypes import accumulated, first, of_ufunc, promoted
 from .._core.op import Op, apply, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
 from .._core.tensor import Tensor
@@ -92,6 +93,7 @@ _log_softmax = defop(
     vjp=(lambda g, out, x, axis: g - exp(out) * sum(g, axis=axis, keepdims=True),),
     jvp=(lambda t, out, x, axis: t - sum(exp(out) * t, axis=axis, keepdims=True),),
     shape=lambda x, axis: tuple(x),
+    dtype=of_ufunc(np.exp),
 )
 
 
@@ -153,6 +155,7 @@ _linear = defop(
         lambda t, out, x, w, b: t,
     ),
     shape=_linear_shape,
+    dtype=lambda x, w, b: promoted(of_ufunc(np.matmul)(x, w), b),
 )
 
 
@@ -215,7 +218,15 @@ def _nll_jvp(t, out, logp, target, reduction):
     return total / _rows(logp) if reduction == "mean" else total
 
 
-_nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape)
+def _nll_dtype(logp, target, reduction):
+    loss = of_ufunc(np.negative)(logp)
+    if reduction == "none":
+        return loss
+    return of_ufunc(np.divide)(accumulated(loss), int) if reduction == "mean" else accumulated(loss)
+
+
+_nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape,
+             dtype=_nll_dtype)
 
 
 @public(_nll)
@@ -239,7 +250,7 @@ def _class_labels(target, classes, ignore_index):
 
 
 CLASS_LABELS = Op("class_labels", _class_labels, None, None, lambda target, classes, ignore_index: tuple(target),
-                  False)
+                  False, dtype=first)
 
 
 # -- binary cross-entropy of probabilities p against targets t, elementwise: one node, with PyTorch's
@@ -267,6 +278,7 @@ def _bce_grad_target(g, out, p, t):
 
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
-                             shape=broadcast_shapes, nargs=2).function
+                             shape=broadcast_shapes, nargs=2,
+                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t)).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""

@@ -6,6 +6,7 @@ import builtins
 
 import numpy as np
 
+from .._core.dtypes import accumulated, first, index, of_ufunc
 from .._core.op import apply, defop, public
 from .._core.errors import user_error
 from .._core.shapes import normalize_axis, normalize_axis_index, reduced_shape
@@ -45,6 +46,7 @@ def _extremum_op(name, forward):
             ),
         ),
         shape=_reduction_shape,
+        dtype=first,
     )
 
 
@@ -69,6 +71,7 @@ _prod = defop(
     jvp=(lambda t, out, x, axis, keepdims: sum(t * _prod_weights(x, axis), axis=axis, keepdims=keepdims),),
     shape=_reduction_shape,
     fresh=True,
+    dtype=accumulated,
 )
 
 
@@ -88,14 +91,17 @@ _cumsum = defop(
     jvp=(lambda t, out, x, axis: cumsum(t, axis),),
     shape=_cumsum_shape,
     fresh=True,
+    dtype=accumulated,
 )
 
 def _arg_shape(shape, axis, keepdims):
     return reduced_shape(shape, None if axis is None else (axis,), keepdims)
 
 
-_argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
-_argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape)
+_argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), shape=_arg_shape,
+                 dtype=index)
+_argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape,
+                 dtype=index)
 
 
 def _count(x, axes, keepdims):
@@ -117,20 +123,26 @@ def mean(x, axis=None, keepdims=False):
     return total / _count(x, axes, keepdims)
 
 
-@public(_max)
-def max(x, axis=None, keepdims=False):
-    """Maximum over `axis`; the gradient is shared evenly among ties (as `torch.amax`)."""
-    axes = normalize_axis(axis, _ndim(x), "max", x)
-    _check_nonempty(x, axes, "max")
-    return apply(_max, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+def _nonempty_reduction(op, doc, index=False):
+    """The function of max, min (any axes) or argmax, argmin (one axis or None): empty selections refused."""
+
+    @public(op)
+    def reduce(x, axis=None, keepdims=False):
+        if index:
+            axes = None if axis is None else normalize_axis_index(axis, _ndim(x), op.name, x)
+            _check_nonempty(x, None if axes is None else (axes,), op.name)
+        else:
+            axes = normalize_axis(axis, _ndim(x), op.name, x)
+            _check_nonempty(x, axes, op.name)
+        return apply(op, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+
+    reduce.__name__ = reduce.__qualname__ = op.name
+    reduce.__doc__ = doc
+    return reduce
 
 
-@public(_min)
-def min(x, axis=None, keepdims=False):
-    """Minimum over `axis`; the gradient is shared evenly among ties (as `torch.amin`)."""
-    axes = normalize_axis(axis, _ndim(x), "min", x)
-    _check_nonempty(x, axes, "min")
-    return apply(_min, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+max = _nonempty_reduction(_max, """Maximum over `axis`; the gradient is shared evenly among ties (as `torch.amax`).""")
+min = _nonempty_reduction(_min, """Minimum over `axis`; the gradient is shared evenly among ties (as `torch.amin`).""")
 
 
 amax = max
@@ -166,6 +178,7 @@ _std_sqrt = defop(
     jvp=(lambda t, out, v: where(out == 0, 0, t / where(out == 0, 1, out * 2)),),
     shape=lambda shape: shape,
     nargs=1,
+    dtype=of_ufunc(np.sqrt),
 )
 
 
@@ -176,20 +189,8 @@ def cumsum(x, axis=None):
     return apply(_cumsum, (x,), {"axis": axes})
 
 
-@public(_argmax)
-def argmax(x, axis=None, keepdims=False):
-    """Index of the maximum (no gradient), as `np.argmax`."""
-    axes = None if axis is None else normalize_axis_index(axis, _ndim(x), "argmax", x)
-    _check_nonempty(x, None if axes is None else (axes,), "argmax")
-    return apply(_argmax, (x,), {"axis": axes, "keepdims": bool(keepdims)})
-
-
-@public(_argmin)
-def argmin(x, axis=None, keepdims=False):
-    """Index of the minimum (no gradient), as `np.argmin`."""
-    axes = None if axis is None else normalize_axis_index(axis, _ndim(x), "argmin", x)
-    _check_nonempty(x, None if axes is None else (axes,), "argmin")
-    return apply(_argmin, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+argmax = _nonempty_reduction(_argmax, """Index of the maximum (no gradient), as `np.argmax`.""", index=True)
+argmin = _nonempty_reduction(_argmin, """Index of the minimum (no gradient), as `np.argmin`.""", index=True)
 
 
 def _check_nonempty(x, axes, name):

@@ -6,6 +6,7 @@ import builtins
 
 import numpy as np
 
+from .._core.dtypes import first, promoted
 from .._core.op import apply, defop, public
 from .._core.errors import user_error
 from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
@@ -29,6 +30,7 @@ _transpose = defop(
     vjp=(lambda g, out, x, axes: transpose(g, tuple(sorted(range(len(axes)), key=axes.__getitem__))),),
     jvp=(lambda t, out, x, axes: transpose(t, axes),),
     shape=_transpose_shape,
+    dtype=first,
 )
 
 
@@ -72,6 +74,7 @@ _expand_dims = defop(
     vjp=(lambda g, out, x, axis: reshape(g, _shape(x)),),
     jvp=(lambda t, out, x, axis: expand_dims(t, axis),),
     shape=_expand_dims_shape,
+    dtype=first,
 )
 
 
@@ -92,6 +95,7 @@ _squeeze = defop(
     vjp=(lambda g, out, x, axis: reshape(g, _shape(x)),),
     jvp=(lambda t, out, x, axis: squeeze(t, axis),),
     shape=_squeeze_shape,
+    dtype=first,
 )
 
 
@@ -155,6 +159,7 @@ _getitem = defop(
     vjp=(lambda g, out, x, index: index_add(g, index, _shape(x)),),
     jvp=(lambda t, out, x, index: getitem(t, index),),
     shape=_index_shape,
+    dtype=first,
 )
 
 _index_add = defop(
@@ -164,6 +169,7 @@ _index_add = defop(
     jvp=(lambda t, out, v, *source, index, shape: index_add(t, index, _shape(out)),),
     shape=lambda v_shape, *source_shape, index, shape: tuple(shape),
     shape_source=True,
+    dtype=first,
 )
 
 
@@ -224,6 +230,7 @@ _concatenate = defop(
     jvp=_joined_tangents(lambda parts, axis: concatenate(parts, axis=axis)),
     shape=_concatenate_shape,
     fresh=True,
+    dtype=promoted,
 )
 
 
@@ -261,6 +268,7 @@ _stack = defop(
     jvp=_joined_tangents(lambda parts, axis: stack(parts, axis=axis)),
     shape=_stack_shape,
     fresh=True,
+    dtype=promoted,
 )
 
 
