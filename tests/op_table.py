@@ -288,6 +288,21 @@ case("index_add", lambda v: dg.index_add(v, slice(1, 3), (4,)),
 case("index_add", lambda v: dg.index_add(v, np.array([0, 2, 0]), (3,)),
      lambda v: np.array([v[0] + v[2], 0.0, v[1]]), (3,), name="index_add repeated")
 
+
+def _np_setitem(x, index, v):
+    out = x.copy()
+    out[index] = v
+    return out
+
+
+# -- item assignment as a new value (the recorded form of t[index] = v)
+for _label, _index, _vshape in [("x[1:, ::2] = v", (slice(1, None), slice(None, None, 2)), (2, 2)),
+                                ("x[0] = v (broadcast row)", 0, (1, 4)), ("x[:, 1] = v", (slice(None), 1), (3,)),
+                                ("x[[0, 2]] = v", [0, 2], (4,)),
+                                ("x[mask] = v", np.array([True, False, True]), (2, 4))]:
+    case("setitem", lambda x, v, i=_index: dg.setitem(x, i, v), lambda x, v, i=_index: _np_setitem(x, i, v),
+         (3, 4), _vshape, name=_label)
+
 # -- joining
 case("concatenate", lambda a, b: dg.concatenate([a, b]), lambda a, b: np.concatenate([a, b]), (2, 3), (1, 3),
      torch_ref=lambda a, b: _t("cat")([a, b]))

@@ -38,7 +38,7 @@ from .numpy import (  # every op under its NumPy name (the same functions as dag
     true_divide, var, where, zeros_like, ones_like,
 )
 from .ops.elementwise import stop_gradient
-from .ops.shape import getitem, index_add
+from .ops.shape import getitem, index_add, setitem
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
 from . import nn

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _inplace
 from . import numpy as dnp
 from ._core.autodiff import backward
 from ._core.errors import user_error
 from ._core.ir import Graph
-from ._core.shapes import normalize_axis
+from ._core.shapes import normalize_axis, normalize_axis_index
 from ._core.tensor import Tensor
 from .ops import elementwise as ew
 from .ops import linalg, reduce
@@ -39,6 +40,10 @@ for _name, _function in _BINARY.items():
     setattr(Tensor, f"__r{_name}__", _reflected(_function))
 
 Tensor.backward = backward
+# in place, with PyTorch's rules (see _inplace.py)
+for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__setitem__", "add_", "sub_", "mul_",
+              "div_", "fill_", "zero_", "copy_", "clamp_", "data"):
+    setattr(Tensor, _name, getattr(_inplace, _name))
 Tensor._repr_svg_ = Graph._repr_svg_ = repr_svg  # Jupyter's picture
 Tensor.__neg__ = ew.negative
 Tensor.__pos__ = ew.positive
@@ -78,8 +83,78 @@ def _transpose(self, *axes):
 Tensor.reshape = _reshape
 Tensor.transpose = _transpose
 Tensor.T = property(lambda self: sh.transpose(self))
-Tensor.flatten = sh.ravel
-Tensor.copy = ew.positive
+Tensor.flatten = sh.flatten  # PyTorch's (start_dim, end_dim); no arguments: NumPy's flatten
+Tensor.copy = Tensor.clone = ew.positive
+
+
+# -- PyTorch's names for the same things. Where one name means different things in NumPy and PyTorch
+# (x.max(dim) returns values only; x.std() has ddof=0; x.repeat is np.repeat), NumPy's meaning stays.
+class _Size(int):
+    """`t.size`: the number of elements (NumPy's attribute), also callable as PyTorch's `t.size()` (the
+    shape) and `t.size(dim)`."""
+
+    def __new__(cls, shape):
+        size = super().__new__(cls, int(np.prod(shape, dtype=np.int64)))
+        size.shape = tuple(shape)
+        return size
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[normalize_axis_index(dim, len(self.shape), "size", name="dim")]
+
+
+def _view(self, *shape):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):  # NumPy's view(dtype)
+        return Tensor(self.numpy().view(shape[0]))
+    return _reshape(self, *shape)
+
+
+def _t(self):
+    if self.ndim > 2:
+        raise user_error(ValueError, "t()", f"expects a tensor with at most 2 dimensions, got {self.ndim} (use "
+                         ".transpose or .mT)", self)
+    return sh.transpose(self)
+
+
+def _masked_fill(self, mask, value):
+    out = ew.where(mask, value, self)
+    return out if out.dtype == self.dtype else ew.astype(out, self.dtype)  # PyTorch keeps self's dtype
+
+
+def _to(self, *args, **kwargs):
+    """PyTorch's `to(dtype)`, `to(other)` (other's dtype), `to("cpu")` (there is only one device)."""
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif not (isinstance(a, str) and a.split(":")[0] == "cpu"):
+            dtype = a
+    return self if dtype is None or np.dtype(dtype) == self.dtype else ew.astype(self, dtype)
+
+
+def _cast(dtype):
+    return lambda self: ew.astype(self, dtype)
+
+
+Tensor.size = property(lambda self: _Size(self.shape))
+Tensor.numel = lambda self: int(self.size)
+Tensor.dim = lambda self: self.ndim
+Tensor.pow = ew.power
+Tensor.amax, Tensor.amin = reduce.amax, reduce.amin
+Tensor.clamp = lambda self, min=None, max=None: ew.clip(self, min, max)
+Tensor.unsqueeze = lambda self, dim: sh.expand_dims(self, dim)
+Tensor.permute = lambda self, *dims: sh.transpose(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
+                                                  else dims)
+Tensor.view = _view
+Tensor.t = _t
+Tensor.expand = sh.expand
+Tensor.masked_fill = _masked_fill
+Tensor.gather = lambda self, dim, index: sh.gather(self, dim, index)
+Tensor.index_select = lambda self, dim, index: sh.take(self, index, axis=dim)
+Tensor.to = _to
+Tensor.float, Tensor.double, Tensor.half = _cast(np.float32), _cast(np.float64), _cast(np.float16)
+Tensor.long, Tensor.int, Tensor.bool = _cast(np.int64), _cast(np.int32), _cast(np.bool_)
 
 
 def _truth(test, name):

@@ -21,7 +21,7 @@ from .shapes import shape_of as _shape
 from .shapes import summed_axes
 from .structural import broadcast_to, reshape, sum_to
 from .structural import sum as sum_
-from .tensor import Tensor, _leaf, enable_grad, is_symbolic, write_clock
+from .tensor import Tensor, _leaf, enable_grad, is_symbolic, storage_write, write_clock
 
 
 def _unbroadcast(ct, shape):
@@ -80,7 +80,7 @@ def _differentiate(node):
         _provenance.note(value, f"{value.where} (backward of {node.op.name})")
 
 
-def _modified_error(node, changed):
+def _modified_error(node, changed, version):
     """The error for a node whose saved input (or own output) `changed` was written in place after
     the node was recorded: the rule would silently use the new values."""
     what = "its output" if changed is node else f"an input of shape {tuple(_shape(changed._value))}"
@@ -88,20 +88,23 @@ def _modified_error(node, changed):
     return RuntimeError(
         f"backward: {what}{f' (computed at {made})' if made else ''} that {node.op.name} saved for its gradient "
         f"(at {location(node) or 'an unknown line'}) was modified in place (or taken for writing through .value) at "
-        f"{changed._write.where()} (version {changed._write.count}), after {node.op.name} used it; its gradient "
+        f"{version.where()} (version {version.count}), after {node.op.name} used it; its gradient "
         f"would use the new values. Change values before the forward pass, read them with .numpy() (read-only), "
         f"or write to a copy; PyTorch raises too (at {user_line()})"
     )
 
 
 def _check_versions(node):
-    """Raises if a value `node` saved was written in place after the node was recorded."""
+    """Raises if a value `node` saved (or the memory it lives in) was written in place after the
+    node was recorded."""
     seq = node._seq
     for a in (node, *node.inputs):
         if isinstance(a, Tensor):
             version = getattr(a, "_write", None)
+            if version is None or version.seq <= seq:
+                version = storage_write(a._value)
             if version is not None and version.seq > seq:
-                raise _modified_error(node, a)
+                raise _modified_error(node, a, version)
 
 
 def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from sys import _getframe
 
 import numpy as np
@@ -119,13 +120,43 @@ def _version_of(t):
     return version
 
 
+# memory written in place: id of the array owning it -> (weak reference to that array, the _Version of
+# the latest write). Views of one array share its memory but not its Tensor, so the engine looks here too.
+_STORAGE_WRITES = {}
+
+
+def _owner(value):
+    if type(value) is not np.ndarray:
+        return None
+    base = value.base  # NumPy points a view's base at the array owning the memory
+    return value if base is None else base if type(base) is np.ndarray else None
+
+
+def storage_write(value):
+    """The _Version of the latest in-place write into the memory of `value` (an array), or None."""
+    owner = _owner(value)
+    entry = None if owner is None else _STORAGE_WRITES.get(id(owner))
+    return entry[1] if entry is not None and entry[0]() is owner else None
+
+
+def _forget(ref, key):
+    entry = _STORAGE_WRITES.get(key)
+    if entry is not None and entry[0] is ref:
+        del _STORAGE_WRITES[key]
+
+
 def mark_written(t):
     """Records an in-place write to `t`'s values: bumps its version, and notes the time and the
-    user's line, so that a backward pass through a node that saved `t` before the write raises
-    (as PyTorch's "modified by an inplace operation") instead of using the new values."""
+    user's line, so that a backward pass through a node that saved `t` (or a view of its memory)
+    before the write raises (as PyTorch's "modified by an inplace operation") instead of using
+    the new values."""
     version = _version_of(t)
     version.count += 1
     version.seq = write_clock.last = next_seq()
+    owner = _owner(t._value)
+    if owner is not None:
+        key = id(owner)
+        _STORAGE_WRITES[key] = (weakref.ref(owner, lambda ref, key=key: _forget(ref, key)), version)
     frame = _getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back

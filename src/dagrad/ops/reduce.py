@@ -145,9 +145,6 @@ max = _nonempty_reduction(_max, """Maximum over `axis`; the gradient is shared e
 min = _nonempty_reduction(_min, """Minimum over `axis`; the gradient is shared evenly among ties (as `torch.amin`).""")
 
 
-amax = max
-amin = min
-
 
 @public(_prod)
 def prod(x, axis=None, keepdims=False):
@@ -200,3 +197,32 @@ def _check_nonempty(x, axes, name):
     if 0 in sizes:
         over = "an empty array" if axes is None else f"axis {next(a for a in axes if shape[a] == 0)} of size 0"
         raise user_error(ValueError, name, f"zero-size reduction over {over} has no identity", x)
+
+
+# -- PyTorch's keywords on every reduction: dim= for axis=, keepdim= for keepdims= (dg.sum(x, dim=1),
+# x.mean(dim=0, keepdim=True)), and var/std's correction= or unbiased= for ddof=. Only the keywords:
+# x.std() keeps NumPy's ddof=0 and x.max(dim) returns the values only, as NumPy's (docs/coming-from.md).
+_NOT_GIVEN = object()
+
+
+def _torch_keywords(function):
+    def reduce(x, *args, dim=_NOT_GIVEN, keepdim=_NOT_GIVEN, correction=_NOT_GIVEN, unbiased=_NOT_GIVEN, **kwargs):
+        for theirs, ours, value in (("dim", "axis", dim), ("keepdim", "keepdims", keepdim),
+                                    ("correction", "ddof", correction), ("unbiased", "ddof", unbiased)):
+            if value is not _NOT_GIVEN:
+                if ours in kwargs or (ours == "axis" and args):
+                    raise user_error(TypeError, function.__name__, f"got both {ours} and {theirs} (PyTorch's name "
+                                     f"for it)", x)
+                kwargs[ours] = int(bool(value)) if theirs == "unbiased" else value
+        return function(x, *args, **kwargs)
+
+    reduce.__name__ = reduce.__qualname__ = function.__name__
+    reduce.__doc__ = function.__doc__
+    if hasattr(function, "op"):
+        reduce.op = function.op
+    return reduce
+
+
+sum, mean, prod, max, min, var, std, cumsum, argmax, argmin = map(  # noqa: A001
+    _torch_keywords, (sum, mean, prod, max, min, var, std, cumsum, argmax, argmin))
+amax, amin = max, min

@@ -9,13 +9,13 @@ import numpy as np
 from .._core.dtypes import first, promoted
 from .._core.op import apply, defop, public
 from .._core.errors import user_error
-from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
+from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .._core.structural import broadcast_to, reshape, shape_source, target_shape
-from .elementwise import where
+from .elementwise import where, zeros_like
 from .._core.tensor import Tensor
 
 
@@ -173,6 +173,51 @@ _index_add = defop(
 )
 
 
+def _setitem_forward(x, v, index):
+    out = np.array(x)  # a copy, of x's dtype
+    out[index] = v
+    return out
+
+
+def _setitem_shape(x, v, index):
+    target = _index_shape(x, index)
+    fits = tuple(v)
+    while len(fits) > len(target) and fits[0] == 1:  # NumPy drops leading size-1 axes of the value
+        fits = fits[1:]
+    try:
+        fits = len(fits) <= len(target) and broadcast_shapes(fits, target) == tuple(target)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"could not broadcast input array from shape {tuple(v)} into shape {tuple(target)}")
+    return tuple(x)
+
+
+# x with x[index] = v, as a new array (Tensor.__setitem__ writes it into x when it records the write):
+# the gradient is g with zeros at `index` for x, g[index] for v (summed to v's shape by the engine)
+_setitem = defop(
+    "setitem",
+    _setitem_forward,
+    vjp=(lambda g, out, x, v, index: setitem(g, index, 0), lambda g, out, x, v, index: getitem(g, index)),
+    jvp=(lambda t, out, x, v, index: setitem(t, index, 0),
+         lambda t, out, x, v, index: setitem(zeros_like(out), index, t)),
+    shape=_setitem_shape,
+    fresh=True,
+    dtype=first,
+)
+
+
+@public(_setitem)
+def setitem(x, index, v):
+    """`x` with `x[index] = v`, as a new array (x is unchanged): the functional form of item assignment,
+    as JAX's `x.at[index].set(v)`. `v` broadcasts to `x[index]` and is cast to x's dtype.
+
+    >>> setitem(np.zeros(3), 1, 5.0)
+    array([0., 5., 0.])
+    """
+    return apply(_setitem, (x, v), {"index": normalize_index(index)})
+
+
 @public(_getitem)
 def getitem(x, index):
     """`x[index]`: basic slices, integer arrays and boolean masks, as NumPy indexes."""
@@ -288,6 +333,106 @@ def stack(arrays, axis=0):
 def ravel(x):
     """`x` flattened to one dimension, as `np.ravel`."""
     return reshape(x, (-1,))
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    """`x` with axes start_dim..end_dim merged into one, as `torch.flatten` (by default all of them:
+    `np.ravel`; a 0-d `x` gives shape (1,), as PyTorch).
+
+    >>> flatten(np.zeros((2, 3, 4)), 1).shape
+    (2, 12)
+    """
+    shape = _shape(x)
+    if not shape:
+        return reshape(x, (1,))
+    start = normalize_axis_index(start_dim, len(shape), "flatten", x, name="start_dim")
+    end = normalize_axis_index(end_dim, len(shape), "flatten", x, name="end_dim")
+    if start > end:
+        raise user_error(ValueError, "flatten", f"start_dim {start_dim} comes after end_dim {end_dim}", x)
+    merged = shape[start:end + 1]
+    dims = (*shape[:start], -1 if None in merged else int(np.prod(merged)), *shape[end + 1:])
+    if dims.count(None) + dims.count(-1) > 1:
+        raise user_error(ValueError, "flatten", f"shape {tuple(shape)} has more unknown sizes than a reshape can "
+                         "infer (one)", x)
+    return reshape(x, tuple(-1 if n is None else n for n in dims))
+
+
+def expand(x, *sizes):
+    """`x` broadcast to `sizes`, where -1 keeps a size, as `torch.Tensor.expand` (a view: no copy).
+
+    >>> expand(np.array([[1.0], [2.0]]), -1, 3)
+    array([[1., 1., 1.],
+           [2., 2., 2.]])
+    """
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and is_sequence(sizes[0]) else sizes
+    shape = _shape(x)
+    lead = len(sizes) - len(shape)
+    if lead < 0 or builtins.any(n == -1 for n in sizes[:lead]):
+        raise user_error(ValueError, "expand", f"sizes {sizes} must name every axis of shape {tuple(shape)} (-1 "
+                         "keeps one), and new leading axes need a size", x)
+    return broadcast_to(x, tuple(shape[i - lead] if n == -1 else n for i, n in enumerate(sizes)))
+
+
+def take_along_axis(x, indices, axis):
+    """Values of `x` at `indices` along `axis`, as `np.take_along_axis` (PyTorch's `gather`); the
+    gradient adds up at repeated indices.
+
+    >>> take_along_axis(np.array([[10.0, 20.0], [30.0, 40.0]]), np.array([[1], [0]]), 1)
+    array([[20.],
+           [30.]])
+    """
+    index = np.asarray(normalize_index(indices))
+    shape = _shape(x)
+    if index.dtype.kind not in "iu" or index.ndim != len(shape):
+        raise user_error(ValueError if index.dtype.kind in "iu" else IndexError, "take_along_axis",
+                         f"indices must be integers with as many dimensions as x ({len(shape)}), got shape "
+                         f"{index.shape} and dtype {index.dtype}", x)
+    axis = normalize_axis_index(axis, len(shape), "take_along_axis", x)
+    if None in shape:
+        raise user_error(ValueError, "take_along_axis", "x needs known sizes in a static graph", x)
+    # NumPy's own construction: an open grid over the other axes, the indices on `axis`
+    return getitem(x, _along(index, shape, axis))
+
+
+def _along(index, sizes, axis):
+    """An open grid over `sizes` on every axis but `axis`, which takes `index`: the index of x[...] that
+    picks x[i, ..., index[i, ...], ...] (NumPy's construction for take_along_axis)."""
+    grid = [np.arange(n).reshape((1,) * i + (-1,) + (1,) * (len(sizes) - i - 1)) for i, n in enumerate(sizes)]
+    grid[axis] = index
+    return tuple(grid)
+
+
+def gather(x, dim, index):
+    """`torch.gather`: out[i][j] = x[i][index[i][j]] along `dim`; unlike `take_along_axis`, `index` may be
+    smaller than x on the other axes (it picks from their first entries), not broadcast.
+
+    >>> gather(np.array([[1.0, 2.0], [3.0, 4.0]]), 1, np.array([[0, 0], [1, 0]]))
+    array([[1., 1.],
+           [4., 3.]])
+    """
+    index = np.asarray(normalize_index(index))
+    shape = _shape(x)
+    dim = normalize_axis_index(dim, len(shape), "gather", x, name="dim")
+    if index.dtype.kind not in "iu" or index.ndim != len(shape) or builtins.any(
+            n is not None and i != dim and k > n for i, (k, n) in enumerate(zip(index.shape, shape))):
+        raise user_error(ValueError, "gather", f"index must be integers of the same rank as x, no larger than x "
+                         f"{tuple(shape)} on every axis but {dim}, got shape {index.shape} and dtype {index.dtype}", x)
+    return getitem(x, _along(index, index.shape, dim))
+
+
+def take(x, indices, axis=None):
+    """Elements of `x` at `indices` along `axis` (of the flattened `x` when None), as `np.take`
+    (PyTorch's `index_select` with a 1-d index).
+
+    >>> take(np.array([[1.0, 2.0], [3.0, 4.0]]), [1, 1, 0], axis=0)
+    array([[3., 4.],
+           [3., 4.],
+           [1., 2.]])
+    """
+    if axis is None:
+        return getitem(ravel(x), normalize_index(indices))
+    axis = normalize_axis_index(axis, _ndim(x), "take", x)
+    return getitem(x, (slice(None),) * axis + (np.asarray(normalize_index(indices)),))
 
 
 def flip(x, axis=None):
