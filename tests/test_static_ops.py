@@ -73,6 +73,7 @@ UNKNOWN_BUGS = {
 }
 LIMITS = {
     "x[mask]": "a boolean mask must match a known size",
+    "x[mask] = v": "a boolean mask must match a known size",
     "squeeze((1, 3, 1),)#2": "squeeze(x, 0) must know that axis 0 has size 1",
     "split((4, 2),)": "split into equal sections needs the size of the split axis",
     "cholesky(1, 1) upper=False": "the row's symmetrisation a + a.T of a (None, 1) matrix is (None, None): "

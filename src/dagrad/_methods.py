@@ -153,6 +153,7 @@ Tensor.masked_fill = _masked_fill
 Tensor.gather = lambda self, dim, index: sh.gather(self, dim, index)
 Tensor.index_select = lambda self, dim, index: sh.take(self, index, axis=dim)
 Tensor.to = _to
+Tensor.cpu = lambda self: self  # one device
 Tensor.float, Tensor.double, Tensor.half = _cast(np.float32), _cast(np.float64), _cast(np.float16)
 Tensor.long, Tensor.int, Tensor.bool = _cast(np.int64), _cast(np.int32), _cast(np.bool_)
 

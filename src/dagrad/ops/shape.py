@@ -9,7 +9,7 @@ import numpy as np
 from .._core.dtypes import first, promoted
 from .._core.op import apply, defop, public
 from .._core.errors import user_error
-from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
+from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
@@ -182,12 +182,11 @@ def _setitem_forward(x, v, index):
 def _setitem_shape(x, v, index):
     target = _index_shape(x, index)
     fits = tuple(v)
-    while len(fits) > len(target) and fits[0] == 1:  # NumPy drops leading size-1 axes of the value
+    while len(fits) > len(target) and fits[0] in (1, None):  # NumPy drops leading size-1 axes of the value
         fits = fits[1:]
-    try:
-        fits = len(fits) <= len(target) and broadcast_shapes(fits, target) == tuple(target)
-    except ValueError:
-        fits = False
+    # each axis of the value is 1 or the target's size (None, unknown until the graph runs, may be either)
+    fits = len(fits) <= len(target) and all(
+        n in (1, None) or m is None or n == m for n, m in zip(fits[::-1], tuple(target)[::-1]))
     if not fits:
         raise ValueError(f"could not broadcast input array from shape {tuple(v)} into shape {tuple(target)}")
     return tuple(x)
