@@ -16,41 +16,19 @@ True
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 
 import numpy as np
 
 from .._core.errors import user_error
+from .._core.random import as_generator as _generator
+from .._core.random import default_generator, manual_seed
 from .._core.tensor import Tensor, mark_written
 
 __all__ = [
     "manual_seed", "default_generator", "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
 ]
-
-
-_default = threading.local()  # each thread's default generator, in its `generator` attribute
-
-
-def manual_seed(seed):
-    """Reseeds the default generator (of this thread) used by initialisers and dropout."""
-    _default.generator = np.random.default_rng(seed)
-
-
-def default_generator():
-    """The default `np.random.Generator` (created unseeded on first use; see `manual_seed`)."""
-    if getattr(_default, "generator", None) is None:
-        _default.generator = np.random.default_rng()
-    return _default.generator
-
-
-def _generator(generator):
-    if generator is None:
-        return default_generator()
-    if isinstance(generator, (int, np.integer)):
-        return np.random.default_rng(generator)
-    return generator
 
 
 def _array(t, where="dg.nn.init"):
