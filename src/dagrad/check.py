@@ -56,9 +56,8 @@ def _flat_derivative(f, nargs, mode):
 def gradcheck(f, *args, eps=1e-6, atol=1e-5, rtol=1e-3, modes=("rev", "fwd"), order=1):
     """Checks `f`'s derivatives at `args` against central differences.
 
-    Checks the Jacobian with respect to every argument in each of `modes` ("rev" uses
-    `jacobian`, "fwd" uses `jacfwd`), and with `order=2` also the derivatives of those
-    derivatives (every mode over every mode), like HIPS autograd's `check_grads`.
+    Checks the Jacobian for every argument in each of `modes` ("rev": `jacobian`, "fwd":
+    `jacfwd`), with `order=2` also their derivatives (like HIPS autograd's `check_grads`).
     Returns True, or raises `GradcheckError` naming the worst entry.
 
     >>> import numpy as np

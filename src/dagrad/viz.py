@@ -135,9 +135,8 @@ def _symbol_nodes(symbol, backward):
     if backward:
         made = {}
         for node in symbol.graph.nodes:
-            if node in wanted or node.grad_of is None:
-                continue
-            if any(isinstance(a, Symbol) and (a in wanted or a in made) for a in node.inputs or ()):
+            if node not in wanted and node.grad_of is not None and any(
+                    isinstance(a, Symbol) and (a in wanted or a in made) for a in node.inputs or ()):
                 made[node] = True
         wanted.update(walk(list(made)))
     return [node for node in symbol.graph.nodes if node in wanted]
@@ -165,7 +164,6 @@ def _eager_view(root, backward, limit):
     view = _View()
     labels = {}
     for n in _in_order(nodes):
-        labels[n] = f"%{len(view.entries)}"
         _eager_entry(view, n, labels)
     view.entries[view.index[root]].output = True
     if backward:
@@ -174,7 +172,8 @@ def _eager_view(root, backward, limit):
 
 
 def _eager_entry(view, node, labels, inputs_of=None):
-    """The entry of an eager node; `inputs_of` maps a copy made for the backward sweep to its original."""
+    """An eager node's entry, labelled by position; `inputs_of` maps a backward sweep's copy to its original."""
+    labels[node] = f"%{len(view.entries)}"
     e = view.add(node, labels[node])
     e.type = f"{tuple(node.shape)} {node.dtype}"
     e.comment = short_location(location(node))
@@ -240,7 +239,6 @@ def _add_backward(view, root, nodes, labels):
     marks_at = [seq for seq, _ in marks]
     start = len(view.entries)
     for n in _in_order(made):
-        labels[n] = f"%{len(view.entries)}"
         e = _eager_entry(view, n, labels, originals)
         e.backward = True
         e.comment = "seed" if n is seed else None
@@ -260,13 +258,12 @@ def _add_backward(view, root, nodes, labels):
                 if used.node.op is None and used.comment is None and e.comment != "seed":
                     used.comment = e.comment
     for leaf in sorted(grads, key=lambda a: view.index[a]):
-        ct = grads[leaf]
-        ct = originals.get(ct, ct) if isinstance(ct, Tensor) else ct
-        shown = labels[ct] if isinstance(ct, Tensor) else show_value(ct, labels)
-        view.footer.append(f"# d{labels[root]}/d{labels[leaf]} = {shown}")
+        ct, name = grads[leaf], f"d{labels[root]}/d{labels[leaf]}"
         if isinstance(ct, Tensor):
+            ct = originals.get(ct, ct)
             e = view.entries[view.index[ct]]
-            e.note = f"d{labels[root]}/d{labels[leaf]}" if e.note is None else f"{e.note}, d/d{labels[leaf]}"
+            e.note = name if e.note is None else f"{e.note}, d/d{labels[leaf]}"
+        view.footer.append(f"# {name} = {labels[ct] if isinstance(ct, Tensor) else show_value(ct, labels)}")
 
 
 def _marking_op(op, node, marks):
@@ -294,17 +291,13 @@ def _marking_op(op, node, marks):
 def listing(t_or_graph, backward=False, locations=True) -> str:
     """The graph as numbered, typed assignments, one line per node.
 
-    For a Tensor: the graph that produced it, leaves first, then each recorded node once, in
-    the order it was made; for a static `Graph`: every node (as `str(graph)`); for a `Symbol`:
-    the nodes it depends on. A line reads `%7 = matmul(%3, %5) : (64, 10) float64   # train.py:12`
-    (small literals inline, larger ones by shape and dtype; the comment, the line of your code
-    that made the node, only with `locations` and where it is known).
+    For a Tensor: the graph that produced it, leaves first, then each recorded node once in
+    creation order; for a `Graph`: every node (as `str(graph)`); for a `Symbol`: what it depends
+    on. With `locations`, a comment gives the line of your code that made each node.
 
-    `backward=True` also lists the gradient computation. For a Tensor the reverse sweep runs in
-    graph mode on a copy (your graph and every `.grad` stay as they are) from a seed of ones,
-    after a `# backward of %N` line; each node names the forward line and op it differentiates,
-    and closing lines name each gradient (`# d%6/d%0 = %15`). For a Symbol it adds the nodes
-    `dg.gradients` built.
+    `backward=True` also lists the gradient computation (for a Tensor, run on a copy from a seed
+    of ones: your graph and every `.grad` stay as they are), each node commented with the forward
+    line and op it differentiates, and closing lines naming each gradient (`# d%6/d%0 = %15`).
 
     >>> import dagrad as dg
     >>> x = dg.tensor([1.0, 2.0], requires_grad=True)
@@ -411,10 +404,8 @@ _MARGIN = 12
 def to_svg(t_or_graph, backward=False) -> str:
     """SVG source of the graph, laid out here without any system dependency.
 
-    The layout is layered: each node sits below its inputs and just above its first consumer,
-    nodes within a layer are ordered by the barycenter heuristic, long edges bend through one
-    shared column per source, and a layer wider than the page wraps onto more rows. Each node
-    is one `<g class="node KIND">` holding a `<title>` (its listing line), a `<rect>` and its text.
+    A layered layout (barycenter ordering, long edges bent through one column per source, wide
+    layers wrapped); each node is a `<g class="node KIND">` with a `<title>` (its listing line).
 
     >>> import dagrad as dg
     >>> x = dg.tensor(2.0, requires_grad=True)
@@ -666,9 +657,8 @@ def draw(t_or_graph, path, backward=False):
         command = [dot, f"-T{suffix[1:]}", "-o", str(path)]
         done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, check=False)  # nosec B603
         if done.returncode != 0:
-            message = done.stderr.decode(errors="replace").strip()
             raise user_error(RuntimeError, "draw", f"Graphviz's dot failed (exit status {done.returncode}): "
-                             f"{message}")
+                             f"{done.stderr.decode(errors='replace').strip()}")
     else:
         raise user_error(ValueError, "draw", f"cannot write a {suffix or 'suffix-less'} file {str(path)!r}; use "
                          ".svg (no dependency), .png or .pdf (with Graphviz installed), or .dot / .gv (the DOT source)")
@@ -680,10 +670,8 @@ _REPR_LIMIT = 600  # nodes; a larger graph shows as text in Jupyter (draw it to 
 
 def repr_svg(self):
     """Jupyter's picture of a graph or of the graph that made a tensor (None: show the text)."""
-    if isinstance(self, Graph):
-        if not self.nodes:
-            return None
-    elif self.op is None:  # a leaf has no graph to show
+    empty = not self.nodes if isinstance(self, Graph) else self.op is None  # a leaf has no graph to show
+    if empty:
         return None
     try:
         return _svg(_view(self, False, _REPR_LIMIT))
