@@ -38,19 +38,16 @@ for _name, _function in _BINARY.items():
     setattr(Tensor, f"__{_name}__", _function)
     setattr(Tensor, f"__r{_name}__", _reflected(_function))
 
+_OPERATORS = {  # the operators without a reflected form
+    "neg": ew.negative, "pos": ew.positive, "abs": ew.abs, "invert": ew.logical_not, "eq": ew.equal,
+    "ne": ew.not_equal, "lt": ew.less, "le": ew.less_equal, "gt": ew.greater, "ge": ew.greater_equal,
+    "getitem": sh.getitem,
+}
+for _name, _function in _OPERATORS.items():
+    setattr(Tensor, f"__{_name}__", _function)
+
 Tensor.backward = backward
 Tensor._repr_svg_ = Graph._repr_svg_ = repr_svg  # Jupyter's picture
-Tensor.__neg__ = ew.negative
-Tensor.__pos__ = ew.positive
-Tensor.__abs__ = ew.abs
-Tensor.__invert__ = ew.logical_not
-Tensor.__eq__ = ew.equal
-Tensor.__ne__ = ew.not_equal
-Tensor.__lt__ = ew.less
-Tensor.__le__ = ew.less_equal
-Tensor.__gt__ = ew.greater
-Tensor.__ge__ = ew.greater_equal
-Tensor.__getitem__ = sh.getitem
 Tensor.__round__ = lambda self, ndigits=None: ew.round(self, ndigits or 0)
 
 # methods that ndarray has too, with the same signatures

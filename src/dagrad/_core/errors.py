@@ -32,24 +32,16 @@ _provenance = _Provenance()
 
 
 def user_line() -> str:
-    """'file.py:12' for the user's line that led here.
-
-    While a reverse sweep builds the nodes of a gradient in a static graph, their line is
-    the forward node's line (with the op they differentiate), not the line that asked for
-    the gradient: that is the line a reader of a listing or generated code wants.
-    """
+    """'file.py:12' for the user's line that led here. While a reverse sweep builds a static graph's
+    gradient nodes, it is the forward node's line (and op), which a reader of a listing wants."""
     origin = _provenance.origin
-    if origin is not None:
-        return origin
-    return caller_line()
+    return caller_line() if origin is None else origin
 
 
 def caller_line() -> str:
     """'file.py:12' for the innermost line of the user's code on the stack (what an error names)."""
     frame = user_frame()
-    if frame is None:
-        return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 _WHERE = re.compile(r"^(.*):(\d+)(.*)$", re.S)
@@ -78,19 +70,18 @@ def location(node):
     if isinstance(where, str):
         return where
     code = getattr(node, "_code", None)
-    if code is None:
-        return None
-    offset = node._line  # the instruction offset; its line is looked up only now, when it is asked for
+    return None if code is None else code_line(code, node._line)
+
+
+def code_line(code, offset):
+    """'file.py:12' for the instruction at `offset` in `code` (a line is looked up only when asked for)."""
     line = next((n for start, end, n in code.co_lines() if start <= offset < end and n is not None), None)
-    return f"{code.co_filename}:{line if line is not None else code.co_firstlineno}"
+    return f"{code.co_filename}:{code.co_firstlineno if line is None else line}"
 
 
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None:
-        return type(value).__name__
-    return f"{tuple(shape)} {dtype}"
+    return type(value).__name__ if shape is None else f"{tuple(shape)} {getattr(value, 'dtype', None)}"
 
 
 def user_error(kind, op, message, *operands):

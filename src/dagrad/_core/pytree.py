@@ -23,8 +23,7 @@ def tree_flatten(tree):
 
 
 def tree_unflatten(treedef, leaves):
-    it = iter(leaves)
-    return _rebuild(treedef, it)
+    return _rebuild(treedef, iter(leaves))
 
 
 def _rebuild(treedef, it):
