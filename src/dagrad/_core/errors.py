@@ -49,11 +49,7 @@ _WHERE = re.compile(r"^(.*):(\d+)(.*)$", re.S)
 
 def short_location(where):
     """'train.py:12' from '/home/me/train.py:12' (a trailing '(backward of exp)' kept), or None
-    when it is not known: what listings, drawings and generated code show.
-
-    >>> short_location("/home/me/model.py:12 (backward of exp)")
-    'model.py:12 (backward of exp)'
-    """
+    when it is not known: what listings, drawings and generated code show."""
     if not where or where == "<unknown>":
         return None
     match = _WHERE.match(where)
@@ -85,15 +81,9 @@ def _describe(value) -> str:
 
 
 def user_error(kind, op, message, *operands):
-    """The exception every error caused by a user's input is raised with: `kind(message)` where
-    the message names `op` (the op, function or method the user called), the shapes and dtypes
-    of `operands` (when given) and the user's file and line.
-
-    >>> import numpy as np
-    >>> err = user_error(ValueError, "transpose", "axes (0, 5) are out of range", np.ones((2, 3)))
-    >>> str(err).startswith("transpose: axes (0, 5) are out of range (inputs: (2, 3) float64) at ")
-    True
-    """
+    """The exception every error caused by a user's input is raised with: `kind(text)`, the text as
+    "transpose: axes (0, 5) are out of range (inputs: (2, 3) float64) at file.py:12" (`op`: what the
+    user called; the inputs: the `operands`' shapes and dtypes, when given)."""
     inputs = f" (inputs: {', '.join(_describe(v) for v in operands)})" if operands else ""
     text = f"{op}: {message}{inputs} at {caller_line()}"
     if _provenance.origin is not None:  # raised while a static graph's gradient is being built

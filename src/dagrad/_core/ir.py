@@ -35,22 +35,9 @@ def get_default_graph():
     return graph_state.default
 
 class atomic:
-    """All or nothing for static graphs: if the block raises, every node it built (in any graph)
-    is removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as
-    it was. Nested blocks roll back only their own nodes.
-
-    >>> import dagrad as dg
-    >>> with dg.Graph() as g:
-    ...     x = dg.placeholder((3,), name="x")
-    ...     try:
-    ...         with atomic():
-    ...             y = x * 2.0
-    ...             z = y + dg.placeholder((4,))  # fails: (3,) and (4,) do not broadcast
-    ...     except ValueError:
-    ...         pass
-    >>> len(g)
-    1
-    """
+    """All or nothing for static graphs: if the block raises, every node it built (in any graph) is
+    removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as it was.
+    Nested blocks roll back only their own nodes."""
 
     # A class, not a generator context manager: it wraps every layer call of the eager training
     # step, and this costs ~0.2 us where @contextmanager cost ~0.9 us. The outermost block opens the

@@ -223,9 +223,7 @@ def _apply_traced(op, args, attrs):
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)
     values = tuple(a._value if isinstance(a, Tensor) and a._level == level else a for a in args)
-    record = op.differentiable and any(
-        isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args
-    )
+    record = op.differentiable and any(isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args)
     # level 0 holds raw values; a higher level's values may be boxes of lower levels
     out = _call_forward(op, values, attrs) if level == 0 else apply(op, values, attrs)
     return _result(op, out, args, attrs, record, level)
@@ -238,16 +236,10 @@ def make_dual(primal, tangent, level):
 
 
 def _apply_forward_mode(op, args, attrs, level):
-    primals = []
-    tangents = []
-    for a in args:
-        if type(a) is Dual and a._level == level:
-            primals.append(a._value)
-            tangents.append(a._tangent)
-        else:
-            primals.append(a)
-            tangents.append(None)
-    out = apply(op, tuple(primals), attrs)
+    boxed = [type(a) is Dual and a._level == level for a in args]
+    primals = tuple(a._value if b else a for a, b in zip(args, boxed))
+    tangents = [a._tangent if b else None for a, b in zip(args, boxed)]
+    out = apply(op, primals, attrs)
     if not op.differentiable:
         return out
     kw = attrs or {}
