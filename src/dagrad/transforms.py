@@ -101,10 +101,8 @@ def value_and_grad(f, argnums=0):
         if int(np.prod(_shape(out))) != 1:
             raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
                              f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
-        seed = np.ones(_shape(out), _dtype(out))
-        grads = traced.pull([out], [seed])
-        value = _unbox(out, traced.level)
-        return value, (grads[0] if single else grads)
+        grads = traced.pull([out], [np.ones(_shape(out), _dtype(out))])
+        return _unbox(out, traced.level), (grads[0] if single else grads)
 
     _name(value_and_grad_f, "value_and_grad", f)
     return value_and_grad_f

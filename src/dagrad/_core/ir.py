@@ -223,9 +223,6 @@ class Symbol(Tensor):
                              "before Session.run")
         return n
 
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
     def backward(self, *args, **kwargs):
         raise user_error(TypeError, "backward", "called on a symbolic tensor: in a static graph use "
                          "dg.gradients(ys, xs)")
@@ -266,6 +263,7 @@ def _refuse(what):
 for _name, _what in (("numpy", "numpy()"), ("_raw", "the values"), ("item", "item()"), ("__array__", "np.asarray()"),
                      ("__float__", "float()"), ("__int__", "int()"), ("__index__", "use as an index")):
     setattr(Symbol, _name, _refuse(_what))
+
 
 def checked_value(value, shape, dtype, op, what):
     """`value` as a new array of `dtype`, if it fits `shape` (None: any size) and converts to `dtype`
@@ -340,18 +338,14 @@ def build(op, args, attrs):
             elif a.graph is not graph:
                 raise user_error(ValueError, op.name, "inputs come from different graphs",
                                  *[x for x in args if isinstance(x, Symbol)])
-            inputs.append(a)
         elif isinstance(a, Tensor):
-            inputs.append(a.numpy())  # an eager value used in a graph is a constant there
-        else:
-            inputs.append(a)
-    shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
-    shape = infer_shape(op, shapes, attrs)
+            a = a.numpy()  # an eager value used in a graph is a constant there
+        inputs.append(a)
+    shape = infer_shape(op, [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs], attrs)
     dtype = _infer_dtype(op, inputs, attrs)
-    requires_grad = op.differentiable and dtype.kind == "f" and any(
-        isinstance(a, Symbol) and a._requires_grad for a in inputs
-    )
-    return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs, requires_grad)
+    requires_grad = any(isinstance(a, Symbol) and a._requires_grad for a in inputs)
+    return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs,
+                      requires_grad and op.differentiable and dtype.kind == "f")
 
 
 def infer_shape(op, shapes, attrs, during=None, built_at=None):
