@@ -211,9 +211,9 @@ def _array_arg(x, where):
 
 
 def _basis(shape, k, dtype):
-    e = np.zeros(int(np.prod(shape)), dtype)
-    e[k] = 1
-    return e.reshape(shape)
+    e = np.zeros(shape, dtype)
+    e.flat[k] = 1
+    return e
 
 
 def _assemble(parts, out_shape, in_shape, dtype, axis):
@@ -288,10 +288,8 @@ def jacfwd(f, argnums=0):
         out_leaves, out_def = tree_flatten(out)
         results = []
         for i, o in enumerate(out_leaves):
-            per_arg = [
-                _assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
-                for j, n in enumerate(nums)
-            ]
+            per_arg = [_assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
+                       for j, n in enumerate(nums)]
             results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 

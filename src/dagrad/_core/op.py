@@ -117,9 +117,7 @@ def check_plain(op, value):
 
 def _call_forward(op, values, attrs):
     try:
-        if attrs is None:
-            return op.forward(*values)
-        return op.forward(*values, **attrs)
+        return op.forward(*values) if attrs is None else op.forward(*values, **attrs)
     except Exception as err:
         raise op_error(op.name, values, err) from err
 
