@@ -1,17 +1,16 @@
 """Op declaration and dispatch.
 
-Each primitive is declared once with `defop`: its NumPy forward, its shape rule, its vjp
-and its jvp. The rules are written with dagrad's own functions, which are polymorphic:
-on plain arrays they return plain arrays (so a first-order backward runs the rules on
-raw NumPy values and allocates no Tensors), on Tensors they record the graph (so the
-same rules serve `create_graph`, nested transforms and every higher order).
+Each primitive is declared once with `defop`: its NumPy forward, shape rule, vjp and jvp. The rules
+are written with dagrad's own functions, which are polymorphic: on plain arrays they return plain
+arrays (so a first-order backward runs the rules on raw NumPy values and allocates no Tensors), on
+Tensors they record the graph (so the same rules serve `create_graph`, nested transforms and every
+higher order).
 
-vjp and jvp are either a tuple with one rule per input, `rule(g, out, *inputs, **attrs)`
-returning that input's contribution (None for a non-differentiable input), or one joint
-rule: for vjp `rule(g, out, *inputs, **attrs)` returning a tuple of cotangents, for jvp
-`rule(tangents, out, *inputs, **attrs)` with None for inputs without a tangent. The
-engine reduces a broadcast cotangent back to its input's shape (vjp) and broadcasts a
-tangent up to the output's shape (jvp), so no rule does that itself.
+vjp and jvp are either a tuple with one rule per input, `rule(g, out, *inputs, **attrs)` returning that
+input's contribution (None for a non-differentiable input), or one joint rule: for vjp
+`rule(g, out, *inputs, **attrs)` returning a tuple of cotangents, for jvp `rule(tangents, out, *inputs,
+**attrs)` with None for inputs without a tangent. The engine reduces a broadcast cotangent to its
+input's shape (vjp) and broadcasts a tangent to the output's shape (jvp), so no rule does that itself.
 """
 
 from __future__ import annotations
@@ -58,10 +57,9 @@ class Op:
 def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
-    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as described in the
-    module docstring; an op with neither is non-differentiable (its output never requires
-    grad, e.g. comparisons). `nargs` (1 or 2) selects a fast calling convention for
-    elementwise ops without attributes. `fresh`, `shape_source` and `dtype`: see Op.
+    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as in the module docstring; an op
+    with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a fast calling
+    convention for elementwise ops without attributes. `fresh`, `shape_source` and `dtype`: see Op.
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")

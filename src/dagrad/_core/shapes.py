@@ -11,11 +11,8 @@ from .errors import user_error
 
 
 class SymbolicShape(tuple):
-    """A shape with unknown (None) sizes that remembers whose shape it is.
-
-    Derivative rules restore shapes with `reshape(g, x.shape)` and the like; when a static
-    graph's `x.shape` has unknown sizes, the op takes them from `ref` when the graph runs.
-    """
+    """A shape with unknown (None) sizes that remembers whose shape it is: when a derivative rule restores
+    one (`reshape(g, x.shape)`) in a static graph, the op takes the unknown sizes from `ref` when it runs."""
 
     def __new__(cls, dims, ref):
         shape = super().__new__(cls, dims)

@@ -1,10 +1,9 @@
 """The eager Tensor, the forward-mode Dual, grad mode and the `tensor` constructor.
 
-A Tensor is also a node of the graph IR: `op`, `inputs` and `attrs` say how it was
-computed (all None for a leaf); shape and dtype come from its value. A Tensor carries a
-`_level`: 0 for eager tensors, a fresh number for each transform (`grad`, `jvp`, ...)
-that boxes its inputs. An op dispatches on the highest level among its arguments, so
-transforms nest without confusing their perturbations (as in HIPS autograd and JAX).
+A Tensor is also a node of the graph IR: `op`, `inputs` and `attrs` say how it was computed (all None
+for a leaf); shape and dtype come from its value. Its `_level` is 0 for eager tensors, a fresh number
+for each transform (`grad`, `jvp`, ...) that boxes its inputs. An op dispatches on the highest level
+among its arguments, so transforms nest without confusing their perturbations (as HIPS autograd, JAX).
 """
 
 from __future__ import annotations
