@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from .errors import _provenance, caller_line, op_error, user_error, user_line
-from .shapes import SymbolicShape, broadcast_shapes
+from .shapes import SymbolicShape
 from .tensor import Tensor, _leaf, next_seq
 
 
@@ -364,7 +364,6 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
                    f"{built_at}) at {caller_line()}") from None
 
 
-_ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result dtype
 
 
 def _rule_input(a):
@@ -378,38 +377,27 @@ def _rule_input(a):
 
 
 def _infer_dtype(op, inputs, attrs):
-    """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
-    if op.dtype is not None:  # the op's declared rule (see _core/dtypes.py)
+    """The output dtype: the op's declared rule (see _core/dtypes.py)."""
+    if op.dtype is not None:
         dtypes = [_rule_input(a) for a in inputs]
         try:
             return np.dtype(op.dtype(*dtypes, **(attrs or {})))
         except (TypeError, ValueError) as err:  # no loop for these dtypes: refused now, as eager mode would
             raise op_error(op.name, [a for a in inputs if isinstance(a, Symbol)], err) from None
-    if op.random:  # running it would draw from its generator: its dtype is its first input's
-        return inputs[0]._dtype
-    elementwise = op.shape is broadcast_shapes
-    if elementwise and not attrs:
-        # an elementwise result's dtype depends only on the inputs' dtypes (a Python number's type
-        # counts, not its value: NumPy 2 treats them as weakly typed), so it is looked up once
-        key = (op, *(a._dtype if isinstance(a, Symbol) else getattr(a, "dtype", type(a)) for a in inputs))
-        dtype = _ELEMENTWISE_DTYPES.get(key)
-        if dtype is None:
-            dtype = _ELEMENTWISE_DTYPES[key] = _run_stand_ins(op, inputs, attrs, elementwise)
-        return dtype
-    return _run_stand_ins(op, inputs, attrs, elementwise)
+    # a custom Function's forward is the user's own code: no rule is known, so it runs on stand-ins
+    return _run_stand_ins(op, inputs, attrs)
 
 
-def _run_stand_ins(op, inputs, attrs, elementwise):
+def _run_stand_ins(op, inputs, attrs):
     dummies = []
     for a in inputs:
         if isinstance(a, Symbol):
-            shape = () if elementwise else tuple(1 if n is None else n for n in a._shape)
-            dummies.append(np.broadcast_to(np.ones((), a._dtype), shape))
+            dummies.append(np.broadcast_to(np.ones((), a._dtype), tuple(1 if n is None else n for n in a._shape)))
         else:
             dummies.append(a)
     try:
         with np.errstate(all="ignore"):
             return np.asarray(op.forward(*dummies, **(attrs or {}))).dtype
-    except Exception:  # e.g. a singular stand-in for a linear solve: fall back on type promotion
+    except Exception:  # the forward refuses ones (e.g. a singular matrix): fall back on type promotion
         kinds = [np.asarray(a).dtype if not isinstance(a, Symbol) else a._dtype for a in inputs if a is not None]
         return np.result_type(*kinds) if kinds else np.dtype(np.float64)

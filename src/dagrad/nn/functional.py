@@ -20,6 +20,7 @@ import operator
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .._core.dtypes import first
 from .._core.errors import user_error
 from .._core.op import Op, apply
 from .._core.shapes import dtype_of, normalize_axis_index, shape_of
@@ -361,7 +362,8 @@ def _keep_mask(like, p, generator):
 
 
 # Not in the op registry (like a static graph's assign): only dropout builds it, on graph nodes
-_KEEP_MASK = Op("dropout_mask", _keep_mask, None, None, lambda like, p, generator: tuple(like), False, random=True)
+_KEEP_MASK = Op("dropout_mask", _keep_mask, None, None, lambda like, p, generator: tuple(like), False, random=True,
+                dtype=first)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
