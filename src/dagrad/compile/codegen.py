@@ -105,16 +105,12 @@ def _write(program, name, grouped, reserved):
     nodes = program.nodes
     naming = _Naming(reserved)
     name = naming.claim(name)  # before the ops: a function called like an op it calls would call itself
-    names = {}
-    for node in program.inputs:
-        names[node] = naming.claim(node.name or "x")
+    names = {node: naming.claim(node.name or "x") for node in program.inputs}
     bindings = {}
     for node in nodes:
         if node.op is not None and node.op not in bindings:
             bindings[node.op] = naming.claim(node.op.name)
-    namespace = {"np": np}
-    for op, binding in bindings.items():
-        namespace[binding] = op.forward
+    namespace = {"np": np, **{binding: op.forward for op, binding in bindings.items()}}
     constants = _Constants(naming, namespace)
     for i, node in enumerate(nodes):
         if node.kind == "constant":
@@ -372,13 +368,10 @@ class _MemoryPlan:
             self.roots[node] = roots
             for r in roots:
                 death[r] = max(death.get(r, -1), last_use.get(node, i))
-        self.dies_at = {}
-        for node, i in last_use.items():
-            if i < end:
-                self.dies_at.setdefault(i, []).append(node)
-        order = {node: k for k, node in enumerate(nodes)}
-        for dying in self.dies_at.values():
-            dying.sort(key=order.__getitem__)
+        self.dies_at = {}  # node index -> the nodes last read there, in program order
+        for node in nodes:
+            if last_use.get(node, end) < end:
+                self.dies_at.setdefault(last_use[node], []).append(node)
 
     @staticmethod
     def _target(node, i, buffer, death):
