@@ -63,8 +63,7 @@ def comment(text):
     >>> print(comment("model.py\\nimport os"))
     model.py\\nimport os
     """
-    text = text if isinstance(text, str) else str(text)
-    return str.__repr__(text)[1:-1]
+    return str.__repr__(text if isinstance(text, str) else str(text))[1:-1]
 
 
 class Generated:
@@ -211,9 +210,7 @@ def identifier(wanted):
     name = re.sub(r"[^A-Za-z0-9_]+", "_", text)[:MAX_IDENTIFIER]
     if name.startswith("__") and name.endswith("__"):
         name = name.strip("_")
-    if not name:
-        return "x"
-    return "x" + name if name[0].isdigit() else name
+    return "x" + name if not name or name[0].isdigit() else name
 
 
 class _Naming:
@@ -221,8 +218,7 @@ class _Naming:
     binds comes from `claim`, unique, plain ASCII, never a keyword, a builtin, `np` or a dunder."""
 
     def __init__(self, reserved=()):
-        self.taken = set(_FORBIDDEN)
-        self.taken.update(reserved)
+        self.taken = {*_FORBIDDEN, *reserved}
 
     def claim(self, wanted, builtin_ok=False):
         """A new identifier for `wanted`. `builtin_ok` allows a builtin's name (a parameter of a
@@ -321,10 +317,8 @@ def _in_place_ufunc(node):
     forward = node.op.forward
     # elementwise ufuncs only: a generalized ufunc (matmul) writing over an input would make
     # NumPy copy that input first
-    return (
-        isinstance(forward, np.ufunc) and forward.signature is None and forward.nout == 1 and not node.attrs
-        and forward.nin == len(node.inputs) and len(node._shape) > 0
-    )
+    return (isinstance(forward, np.ufunc) and forward.signature is None and forward.nout == 1 and not node.attrs
+            and forward.nin == len(node.inputs) and len(node._shape) > 0)
 
 
 class _MemoryPlan:
@@ -376,10 +370,8 @@ class _MemoryPlan:
     @staticmethod
     def _target(node, i, buffer, death):
         for a in node.inputs:
-            if not isinstance(a, Symbol):
-                continue
-            b = buffer.get(a)
-            if b is not None and death[b] == i and a._shape == node._shape and a._dtype == node._dtype:
+            if isinstance(a, Symbol) and a in buffer and death[buffer[a]] == i and a._shape == node._shape \
+                    and a._dtype == node._dtype:
                 return a
         return None
 

@@ -254,15 +254,13 @@ class _Definitions:
             if line not in self.imports:
                 self.imports.append(line)
             return obj.__name__
-        numpy_name = _numpy_name(obj)
-        if numpy_name is not None:
+        if (numpy_name := _numpy_name(obj)) is not None:
             return numpy_name
         if isinstance(obj, types.FunctionType):
             return None
         if isinstance(obj, type) and getattr(builtins, obj.__name__, None) is obj:
             return obj.__name__
-        source = literal(obj)
-        if source is not None:
+        if (source := literal(obj)) is not None:
             return source
         raise ExportError(f"export: {what} uses a {type(obj).__name__} object, which has no standalone form")
 
@@ -287,11 +285,10 @@ class _Definitions:
                 raise ExportError(f"export: {what} uses {used!r}, which is not defined")
         code = ast.unparse(node)
         if cell_lines:  # a closure: a factory gives the copied function the values it closed over
-            inner = textwrap.indent(code, "    ")
             factory = identifier(f"_make_{name}")
             if self.defined.setdefault(factory, fn) is not fn:
                 raise ExportError(f"export: two different objects are both called {factory!r}")
-            code = "\n".join([f"def {factory}():", *cell_lines, inner, f"    return {name}", "",
+            code = "\n".join([f"def {factory}():", *cell_lines, textwrap.indent(code, "    "), f"    return {name}", "",
                               f"{name} = {factory}()"])
         self.blocks.append(code)
 

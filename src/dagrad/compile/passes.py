@@ -55,8 +55,7 @@ class Report:
         self.traced = self.optimised = self.rounds = 0
 
     def add(self, pass_name, rewrite, count=1):
-        key = (pass_name, rewrite)
-        self.entries[key] = self.entries.get(key, 0) + count
+        self.entries[pass_name, rewrite] = self.entries.get((pass_name, rewrite), 0) + count
 
     def __str__(self):
         lines = [f"nodes: {self.traced} traced -> {self.optimised} optimised, in {self.rounds} rounds"]
@@ -90,7 +89,7 @@ def remove_dead_nodes(program, report):
     return removed
 
 
-def _rewrite(program, report, pass_name, rule):
+def _rewrite(pass_name, rule, program, report):
     """Applies `rule(node, context)` to each node in order; a rule returns None or (replacement, what).
     Consumers read the replacement from then on; the replaced node dies unless something else
     still reads it."""
@@ -516,8 +515,9 @@ def _flatten(node, context):
     return context.build(node, NARY[base], operands), f"flattened a chain of {base.name} into {base.name}_n"
 
 
-fold_constants = partial(_rewrite, pass_name="fold_constants", rule=_fold)
-simplify = partial(_rewrite, pass_name="simplify", rule=_simplify)
-eliminate_common_subexpressions = partial(_rewrite, pass_name="cse", rule=_merge_repeated)
-flatten_associative = partial(_rewrite, pass_name="flatten", rule=_flatten)
+# the passes, each `pass(program, report) -> how many nodes it rewrote`
+fold_constants = partial(_rewrite, "fold_constants", _fold)
+simplify = partial(_rewrite, "simplify", _simplify)
+eliminate_common_subexpressions = partial(_rewrite, "cse", _merge_repeated)
+flatten_associative = partial(_rewrite, "flatten", _flatten)
 PASSES = [remove_dead_nodes, fold_constants, simplify, eliminate_common_subexpressions, flatten_associative]
