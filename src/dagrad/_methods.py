@@ -1,9 +1,6 @@
-"""The one binder: Tensor's operators and methods, `backward`, and NumPy interop
-(`__array_ufunc__`, `__array_function__`, which dispatches to `dagrad.numpy`).
-
-Every method is one of the op library's functions; nothing here computes on its own. It sits
-above the op library and `dagrad.numpy` so that it can name them all; `dagrad/__init__.py`
-imports it right after them.
+"""The one binder: Tensor's operators and methods, `backward`, and NumPy interop (`__array_ufunc__`,
+`__array_function__`, which dispatch to `dagrad.numpy`). Every method is one of the op library's
+functions; this module sits above them so that it can name them all.
 """
 
 from __future__ import annotations
@@ -39,23 +36,20 @@ for _name, _function in _BINARY.items():
     setattr(Tensor, f"__{_name}__", _function)
     setattr(Tensor, f"__r{_name}__", _reflected(_function))
 
+_OPERATORS = {  # the operators without a reflected form
+    "neg": ew.negative, "pos": ew.positive, "abs": ew.abs, "invert": ew.logical_not, "eq": ew.equal,
+    "ne": ew.not_equal, "lt": ew.less, "le": ew.less_equal, "gt": ew.greater, "ge": ew.greater_equal,
+    "getitem": sh.getitem,
+}
+for _name, _function in _OPERATORS.items():
+    setattr(Tensor, f"__{_name}__", _function)
+
 Tensor.backward = backward
 # in place, with PyTorch's rules (see _inplace.py)
 for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__setitem__", "add_", "sub_", "mul_",
               "div_", "fill_", "zero_", "copy_", "clamp_", "data"):
     setattr(Tensor, _name, getattr(_inplace, _name))
 Tensor._repr_svg_ = Graph._repr_svg_ = repr_svg  # Jupyter's picture
-Tensor.__neg__ = ew.negative
-Tensor.__pos__ = ew.positive
-Tensor.__abs__ = ew.abs
-Tensor.__invert__ = ew.logical_not
-Tensor.__eq__ = ew.equal
-Tensor.__ne__ = ew.not_equal
-Tensor.__lt__ = ew.less
-Tensor.__le__ = ew.less_equal
-Tensor.__gt__ = ew.greater
-Tensor.__ge__ = ew.greater_equal
-Tensor.__getitem__ = sh.getitem
 Tensor.__round__ = lambda self, ndigits=None: ew.round(self, ndigits or 0)
 
 # methods that ndarray has too, with the same signatures
@@ -172,25 +166,9 @@ Tensor.all = _truth(np.all, "all")
 
 # -- NumPy interop: np.sin(t), ndarray * t, np.sum(t), np.concatenate([t, a]) run dagrad ops
 
-_UFUNCS = {
-    np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply, np.divide: ew.divide,
-    np.power: ew.power, np.mod: ew.mod, np.negative: ew.negative, np.positive: ew.positive,
-    np.absolute: ew.abs, np.sign: ew.sign, np.reciprocal: ew.reciprocal, np.square: ew.square,
-    np.sqrt: ew.sqrt, np.exp: ew.exp, np.exp2: ew.exp2, np.expm1: ew.expm1, np.log: ew.log,
-    np.log2: ew.log2, np.log10: ew.log10, np.log1p: ew.log1p, np.sin: ew.sin, np.cos: ew.cos,
-    np.tan: ew.tan, np.arcsin: ew.arcsin, np.arccos: ew.arccos, np.arctan: ew.arctan,
-    np.arctan2: ew.arctan2, np.hypot: ew.hypot, np.sinh: ew.sinh, np.cosh: ew.cosh, np.tanh: ew.tanh,
-    np.arcsinh: ew.arcsinh, np.arccosh: ew.arccosh, np.arctanh: ew.arctanh, np.maximum: ew.maximum,
-    np.minimum: ew.minimum, np.fmax: ew.fmax, np.fmin: ew.fmin, np.floor: ew.floor, np.ceil: ew.ceil,
-    np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less, np.less_equal: ew.less_equal,
-    np.greater: ew.greater, np.greater_equal: ew.greater_equal, np.isfinite: ew.isfinite,
-    np.isnan: ew.isnan, np.logical_and: ew.logical_and, np.logical_or: ew.logical_or,
-    np.logical_not: ew.logical_not, np.matmul: linalg.matmul,
-}
-
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    function = _UFUNCS.get(ufunc)
+    function = _FUNCTIONS.get(ufunc)
     if method != "__call__" or kwargs or function is None:
         detail = f" ufunc.{method}" if method != "__call__" else ""
         detail += f" with keyword arguments {sorted(kwargs)}" if kwargs else ""
@@ -199,24 +177,22 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     return function(*inputs)
 
 
-_FUNCTIONS = {}  # numpy function -> dagrad.numpy function, filled on first use
-
-
 def _numpy_functions():
-    if not _FUNCTIONS:
-        for name in dir(dnp):
-            ours, theirs = getattr(dnp, name), getattr(np, name, None)
-            if callable(ours) and callable(theirs) and getattr(ours, "__module__", "").startswith("dagrad"):
-                _FUNCTIONS[theirs] = ours
-        for name in dir(dnp.linalg):
-            theirs = getattr(np.linalg, name, None)
-            if callable(theirs) and not name.startswith("_"):
-                _FUNCTIONS[theirs] = getattr(dnp.linalg, name)
-        # functions of the values only: no gradient flows through them
-        for theirs in (np.allclose, np.isclose, np.array_equal, np.argsort, np.argwhere, np.nonzero,
-                       np.count_nonzero, np.any, np.all, np.unique, np.searchsorted):
-            _FUNCTIONS[theirs] = _on_values(theirs)
-    return _FUNCTIONS
+    """NumPy function (or ufunc) -> the dagrad.numpy function of its name, or one on the values only."""
+    functions = {}
+    for name in dir(dnp):
+        ours, theirs = getattr(dnp, name), getattr(np, name, None)
+        if callable(ours) and callable(theirs) and getattr(ours, "__module__", "").startswith("dagrad"):
+            functions[theirs] = ours
+    for name in dir(dnp.linalg):
+        theirs = getattr(np.linalg, name, None)
+        if callable(theirs) and not name.startswith("_"):
+            functions[theirs] = getattr(dnp.linalg, name)
+    # functions of the values only: no gradient flows through them
+    for theirs in (np.allclose, np.isclose, np.array_equal, np.argsort, np.argwhere, np.nonzero,
+                   np.count_nonzero, np.any, np.all, np.unique, np.searchsorted):
+        functions[theirs] = _on_values(theirs)
+    return functions
 
 
 def _values(x):
@@ -235,12 +211,13 @@ def _on_values(function):
 
 
 def _array_function(self, func, types, args, kwargs):
-    implementation = _numpy_functions().get(func)
+    implementation = _FUNCTIONS.get(func)
     if implementation is None:
         raise user_error(TypeError, "dagrad", f"numpy.{func.__name__} has no differentiable dagrad version; use "
                          "dagrad.numpy, or .numpy() for a value without gradient")
     return implementation(*args, **kwargs)
 
 
+_FUNCTIONS = _numpy_functions()
 Tensor.__array_ufunc__ = _array_ufunc
 Tensor.__array_function__ = _array_function

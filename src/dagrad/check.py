@@ -9,6 +9,8 @@ from ._core.tensor import Tensor
 from .ops.shape import concatenate, reshape
 from .transforms import jacfwd, jacobian
 
+_TRANSFORMS = {"rev": jacobian, "fwd": jacfwd}
+
 
 class GradcheckError(AssertionError):
     """Raised by `gradcheck` when an analytic derivative disagrees with central differences."""
@@ -21,10 +23,7 @@ def _as_float64(x):
 
 
 def _flat_output(f, args):
-    out = f(*args)
-    if isinstance(out, Tensor):
-        out = out.numpy()
-    return np.asarray(out, dtype=np.float64).ravel()
+    return _as_float64(f(*args)).ravel()
 
 
 def numerical_jacobian(f, args, eps=1e-6):
@@ -39,16 +38,14 @@ def numerical_jacobian(f, args, eps=1e-6):
             plus[i].flat[k] += eps
             minus[i].flat[k] -= eps
             columns.append((_flat_output(f, plus) - _flat_output(f, minus)) / (2 * eps))
-        out_size = _flat_output(f, args).size
-        jacobians.append(np.stack(columns, axis=1) if columns else np.zeros((out_size, 0)))
+        jacobians.append(np.stack(columns, axis=1) if columns else np.zeros((_flat_output(f, args).size, 0)))
     return jacobians
 
 
 def _flat_derivative(f, nargs, mode):
     """The derivative of `f` in one mode, as a function returning one flat vector."""
-    transform = jacobian if mode == "rev" else jacfwd
     def derivative(*args):
-        parts = transform(f, argnums=tuple(range(nargs)))(*args)
+        parts = _TRANSFORMS[mode](f, argnums=tuple(range(nargs)))(*args)
         flat = [reshape(p, (-1,)) for p in parts]
         return concatenate(flat) if len(flat) > 1 else flat[0]
 
@@ -59,9 +56,8 @@ def _flat_derivative(f, nargs, mode):
 def gradcheck(f, *args, eps=1e-6, atol=1e-5, rtol=1e-3, modes=("rev", "fwd"), order=1):
     """Checks `f`'s derivatives at `args` against central differences.
 
-    Checks the Jacobian with respect to every argument in each of `modes` ("rev" uses
-    `jacobian`, "fwd" uses `jacfwd`), and with `order=2` also the derivatives of those
-    derivatives (every mode over every mode), like HIPS autograd's `check_grads`.
+    Checks the Jacobian for every argument in each of `modes` ("rev": `jacobian`, "fwd":
+    `jacfwd`), with `order=2` also their derivatives (like HIPS autograd's `check_grads`).
     Returns True, or raises `GradcheckError` naming the worst entry.
 
     >>> import numpy as np
@@ -75,10 +71,9 @@ def gradcheck(f, *args, eps=1e-6, atol=1e-5, rtol=1e-3, modes=("rev", "fwd"), or
     numeric = numerical_jacobian(f, args, eps)
     name = getattr(f, "__name__", "f")
     for mode in modes:
-        transform = jacobian if mode == "rev" else jacfwd
-        analytic = transform(f, argnums=tuple(range(len(args))))(*args)
+        analytic = _TRANSFORMS[mode](f, argnums=tuple(range(len(args))))(*args)
         for i, (a, n) in enumerate(zip(analytic, numeric)):
-            a = np.asarray(a.numpy() if isinstance(a, Tensor) else a, dtype=np.float64).reshape(n.shape)
+            a = _as_float64(a).reshape(n.shape)
             error = np.abs(a - n) - (atol + rtol * np.abs(n))
             if error.size and (np.nanmax(error) > 0 or not np.all(np.isfinite(a) == np.isfinite(n))):
                 worst = np.unravel_index(int(np.nanargmax(np.where(np.isnan(error), np.inf, error))), error.shape)

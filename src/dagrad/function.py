@@ -14,6 +14,8 @@ node) and unpacked by indexing, so their gradients reach `backward` together.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from ._core.errors import caller_line, location, user_error, user_line
@@ -87,8 +89,7 @@ class Function:
         """Applies the operation: eagerly, under transforms, or as a node of a static graph."""
         op = cls.__dict__.get("_dagrad_op")
         if op is None:
-            op = _make_op(cls)
-            cls._dagrad_op = op
+            op = cls._dagrad_op = _make_op(cls)
         ctx = FunctionCtx(cls)
         out = apply(op, args, {"ctx": ctx})
         if ctx._outputs is None:
@@ -97,7 +98,8 @@ class Function:
             tensors = [a for a in args if isinstance(a, Tensor)]
             raise user_error(TypeError, cls.__name__, "a Function with several outputs needs known sizes in a static "
                              "graph (its outputs are unpacked by position)", *tensors)
-        return _unpack(out, ctx._outputs)
+        parts = zip(_split(out, ctx._outputs), ctx._outputs)
+        return tuple(p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype) for p, (_, dtype) in parts)
 
 
 def _make_op(cls):
@@ -135,10 +137,10 @@ def _make_op(cls):
         return tuple(None if m != n else m for m, n in zip(a, b))
 
     def vjp(g, out, *inputs, ctx):
-        grads = g if ctx._outputs is None else _split(g, ctx._outputs)
+        grads = (g,) if ctx._outputs is None else _split(g, ctx._outputs)
         with _saved(ctx, inputs, out):
             try:
-                result = cls.backward(ctx, *((grads,) if ctx._outputs is None else grads))
+                result = cls.backward(ctx, *grads)
             except Exception as err:
                 raise _rewrapped(err, f"{name}.backward failed: {err} (the forward was applied at "
                                  f"{_where(out)})") from err
@@ -149,7 +151,7 @@ def _make_op(cls):
             if cls.jvp is not None:
                 tangent = cls.jvp(ctx, *tangents)
                 if ctx._outputs is not None and isinstance(tangent, tuple):
-                    tangent = _pack(tangent)
+                    tangent = concatenate([ravel(t) for t in tangent])
                 return tangent
         return _jvp_from_backward(vjp, tangents, out, inputs, ctx)
 
@@ -186,43 +188,37 @@ def _check_output(name, out):
 
 
 def _find(saved, values, outs):
-    for k, v in enumerate(values):
-        if saved is v:
-            return ("input", k)
-    for k, o in enumerate(outs):
-        if saved is o:
-            return ("output", k)
+    """How backward finds a saved value again: as forward's input k, its output k, or the value itself."""
+    for kind, group in (("input", values), ("output", outs)):
+        for k, v in enumerate(group):
+            if saved is v:
+                return (kind, k)
     return ("value", saved)
 
 
-class _saved:
+@contextmanager
+def _saved(ctx, inputs, out):
     """Gives backward the saved values as it must see them: the op's own inputs and outputs as
     the sweep passes them (arrays, or Tensors when a graph of the gradient is recorded)."""
-
-    def __init__(self, ctx, inputs, out):
-        self.ctx, self.inputs, self.out = ctx, inputs, out
-
-    def __enter__(self):
-        ctx = self.ctx
-        outs = (self.out,) if ctx._outputs is None else _split(self.out, ctx._outputs)
-        current = []
-        for kind, where in ctx._saved:
-            if kind == "input":
-                current.append(self.inputs[where])
-            elif kind == "output":
-                current.append(outs[where])
-            elif is_symbolic(self.out):
-                raise user_error(
-                    TypeError, f"{ctx._function.__name__}.save_for_backward", "in a static graph or under dg.compile "
-                    "it may save only forward's inputs and outputs (the others have no value when the gradient is "
-                    "built); recompute the rest in backward")
-            else:
-                current.append(where)  # an intermediate value: a constant of the gradient
-        self.previous = ctx._current
-        ctx._current = tuple(current)
-
-    def __exit__(self, *exc):
-        self.ctx._current = self.previous
+    outs = (out,) if ctx._outputs is None else _split(out, ctx._outputs)
+    current = []
+    for kind, where in ctx._saved:
+        if kind == "input":
+            current.append(inputs[where])
+        elif kind == "output":
+            current.append(outs[where])
+        elif is_symbolic(out):
+            raise user_error(
+                TypeError, f"{ctx._function.__name__}.save_for_backward", "in a static graph or under dg.compile "
+                "it may save only forward's inputs and outputs (the others have no value when the gradient is "
+                "built); recompute the rest in backward")
+        else:
+            current.append(where)  # an intermediate value: a constant of the gradient
+    previous, ctx._current = ctx._current, tuple(current)
+    try:
+        yield
+    finally:
+        ctx._current = previous
 
 
 def _where(out):
@@ -231,25 +227,18 @@ def _where(out):
 
 
 def _checked_grads(name, result, inputs):
-    grads = result if isinstance(result, tuple) else (result,)
-    if isinstance(result, list):
-        grads = tuple(result)
+    grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     if len(grads) != len(inputs):
         raise user_error(ValueError, f"{name}.backward", f"returned {len(grads)} gradient(s) for {len(inputs)} "
                          "input(s) (return one per input of forward, None for one without a gradient)")
-    checked = []
+    # a Python int or flag argument has no gradient, nor has anything but a number or an array
+    grads = tuple(None if isinstance(x, int) or not isinstance(x, (Tensor, np.ndarray, float, np.generic)) else grad
+                  for grad, x in zip(grads, inputs))
     for k, (grad, x) in enumerate(zip(grads, inputs)):
-        if grad is None or not isinstance(x, (Tensor, np.ndarray, float, int, np.generic)):
-            checked.append(None)
-            continue
-        if isinstance(x, int):
-            checked.append(None)  # a Python int or flag argument has no gradient
-            continue
-        if tuple(shape_of(grad)) != tuple(shape_of(x)):
+        if grad is not None and tuple(shape_of(grad)) != tuple(shape_of(x)):
             raise user_error(ValueError, f"{name}.backward", f"the gradient for input {k} has shape "
                              f"{tuple(shape_of(grad))}, but that input has shape {tuple(shape_of(x))}")
-        checked.append(grad)
-    return tuple(checked)
+    return grads
 
 
 def _jvp_from_backward(vjp, tangents, out, inputs, ctx):
@@ -265,20 +254,10 @@ def _jvp_from_backward(vjp, tangents, out, inputs, ctx):
 
 
 def _split(packed, outputs):
-    parts = []
-    offset = 0
+    parts, offset = [], 0
     for shape, _ in outputs:
         size = int(np.prod(shape, dtype=np.int64))
         parts.append(reshape(getitem(packed, slice(offset, offset + size)), shape))
         offset += size
     return parts
-
-
-def _unpack(packed, outputs):
-    parts = _split(packed, outputs)
-    return tuple(p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype) for p, (_, dtype) in zip(parts, outputs))
-
-
-def _pack(parts):
-    return concatenate([ravel(p) for p in parts])
 

@@ -1,16 +1,13 @@
 """`dg.save` / `dg.load`: state dicts in a NumPy `.npz` file, never pickle.
 
-Arrays (and Tensors, saved as arrays) become members of the archive under dotted names
-(`fc1.weight`, `state.0.exp_avg`); Python scalars are stored as 0-d arrays. A small JSON
-member, `__dagrad_structure__` (bytes in a uint8 array), records the nesting — dicts
-(string or integer keys), lists, tuples, ints, floats, bools, None and strings — so the
-object comes back exactly.
+Arrays and Tensors become members under dotted names (`fc1.weight`), Python scalars 0-d arrays; a
+JSON member, `__dagrad_structure__` (a uint8 array), records the nesting (dicts with string or int
+keys, lists, tuples, ints, floats, bools, None, strings) so the object comes back exactly.
 
-`dg.load` treats the file as untrusted data: it reads the zip directory and each member's
-`.npy` header itself (never `np.load`, never unpickling), checks every declared size against
-`max_bytes` before reading anything large, reads each member with a cap (a member cannot
-inflate beyond its declared size), and checks the structure's size, nesting and types. Any
-malformed file raises a ValueError naming the file; nothing in it is executed.
+`dg.load` treats the file as untrusted: it parses the zip directory and each `.npy` header itself
+(never `np.load` or unpickling), checks every declared size against `max_bytes` before reading
+anything large, never inflates a member past its declared size, and checks the structure's size,
+nesting and types. A malformed file raises a ValueError naming it; nothing in it is executed.
 """
 
 from __future__ import annotations
@@ -31,16 +28,12 @@ __all__ = ["save", "load"]
 _STRUCTURE = "__dagrad_structure__"
 _RESERVED = {_STRUCTURE, "file", "allow_pickle"}  # names np.savez cannot take as member names
 
-# dg.load's default budget for the arrays a file declares (see load's docstring for why).
-DEFAULT_MAX_BYTES = 2**30
+DEFAULT_MAX_BYTES = 2**30  # dg.load's default budget for the arrays a file declares (load's docstring says why)
 _MAX_DEPTH = 100  # nesting levels of dicts/lists/tuples: far beyond any state dict, far below Python's stack
 _MAX_STRUCTURE_BYTES = 64 * 2**20  # the JSON member: ~400,000 entries; parsing it takes ~10x this in objects
 _MAX_HEADER_BYTES = 10_000  # an .npy header (NumPy's own limit for untrusted headers)
 _CHUNK = 2**20  # members are read (and inflated) this much at a time
 _NUMERIC_KINDS = "biufc"  # bool, ints, floats, complex: no objects, strings, records, dates
-
-
-# ---------------------------------------------------------------- saving
 
 
 def _flatten(obj, path, arrays, depth=0):
@@ -67,10 +60,8 @@ def _flatten(obj, path, arrays, depth=0):
         return array_node(np.array(obj, dtype=np.int64 if -2**63 <= obj < 2**63 else object), "int")
     if isinstance(obj, float):
         return array_node(np.array(obj, dtype=np.float64), "float")
-    if isinstance(obj, Tensor):
-        return array_node(np.asarray(obj.numpy()), "array")
-    if isinstance(obj, (np.ndarray, np.generic)):
-        return array_node(np.asarray(obj), "array")
+    if isinstance(obj, (Tensor, np.ndarray, np.generic)):
+        return array_node(np.asarray(obj.numpy() if isinstance(obj, Tensor) else obj), "array")
     if isinstance(obj, dict):
         items = []
         for key, value in obj.items():
@@ -89,8 +80,8 @@ def _flatten(obj, path, arrays, depth=0):
 
 
 def save(obj, path):
-    """Saves a state dict (or any nesting of dicts, lists, arrays, Tensors, numbers, strings and None)
-    to `path` as an `.npz` archive (written to exactly that path).
+    """Saves a nesting of dicts, lists, tuples, arrays, Tensors, numbers, strings and None (a state dict)
+    to exactly `path` as an `.npz` archive.
 
     >>> import dagrad as dg, numpy as np, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
@@ -110,9 +101,6 @@ def save(obj, path):
     arrays[_STRUCTURE] = np.frombuffer(structure, dtype=np.uint8)
     with open(path, "wb") as fh:
         np.savez(fh, allow_pickle=False, **arrays)
-
-
-# ---------------------------------------------------------------- loading
 
 
 class _Malformed(ValueError):
@@ -184,12 +172,10 @@ def _read_member(zf, info, key, path):
     fmt = np.lib.format
     with zf.open(info) as f:
         version = fmt.read_magic(f)
-        if version == (1, 0):
-            shape, fortran_order, dtype = fmt.read_array_header_1_0(f, max_header_size=_MAX_HEADER_BYTES)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = fmt.read_array_header_2_0(f, max_header_size=_MAX_HEADER_BYTES)
-        else:
+        read_header = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+        if read_header is None:
             raise _malformed(path, f"member {key!r} is an .npy file of format {version}; dagrad reads 1.0 and 2.0")
+        shape, fortran_order, dtype = read_header(f, max_header_size=_MAX_HEADER_BYTES)
         if dtype.hasobject:
             raise _refused(path, f"member {key!r} is an object array (pickled Python objects)")
         if dtype.kind not in _NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None:
@@ -339,21 +325,16 @@ def _load(fh, path, max_bytes):
 
 
 def load(path, max_bytes=DEFAULT_MAX_BYTES):
-    """Loads what `dg.save` wrote (a plain `.npz` of numeric arrays, such as `np.savez` writes,
-    loads as a dict of its arrays). Arrays come back as NumPy arrays.
+    """Loads what `dg.save` wrote, as NumPy arrays (a plain `.npz` of numeric arrays loads as a dict).
 
-    The file is treated as untrusted: every malformed file (not a zip, truncated, a bad CRC, a
-    damaged or hand-made structure, an `.npy` header that lies about its shape, ...) raises a
-    ValueError naming the file, and nothing in it is executed: a file holding pickled data or
-    object arrays is refused. A file that cannot be opened raises OSError, as `open` does.
+    The file is untrusted: a malformed one (not a zip, truncated, a bad CRC, a damaged structure, a
+    lying `.npy` header, ...) raises a ValueError naming it, and pickled data or object arrays are
+    refused, never executed. A file that cannot be opened raises OSError, as `open` does.
 
-    `max_bytes` bounds the memory a file may make dagrad allocate: the sizes its members declare
-    (the zip directory's uncompressed sizes, which each `.npy` header's shape times itemsize must
-    match) are added up and the file is refused before anything large is read if they exceed it;
-    the reading itself never goes past the declared sizes either. The default, 1 GiB
-    (`dg.io.DEFAULT_MAX_BYTES`), holds any model dagrad trains on a CPU (a 100-million-parameter
-    float64 model is 800 MB) while refusing, by default, a zip bomb: a 2 MB archive declaring 2 GiB.
-    Pass a larger value (or `max_bytes=None`, no limit) for a bigger file you trust.
+    `max_bytes` bounds what a file may make dagrad allocate: the members' declared sizes are added up
+    and the file refused before anything large is read. The default, 1 GiB (`dg.io.DEFAULT_MAX_BYTES`),
+    holds a 100-million-parameter float64 model (800 MB) yet refuses a zip bomb (2 MB declaring 2 GiB).
+    Pass a larger value, or None (no limit), for a bigger file you trust.
 
     >>> import dagrad as dg, numpy as np, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "state.npz")

@@ -16,6 +16,8 @@ dtypes and non-differentiable helpers (`pi`, `newaxis`, `float64`, `arange`, `ze
 
 from __future__ import annotations
 
+import math as _math
+
 import numpy as _np
 from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
     allclose,
@@ -150,11 +152,7 @@ norm = linalg.norm
 
 
 def _has_tensor(obj):
-    if isinstance(obj, Tensor):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_has_tensor(item) for item in obj)
-    return False
+    return isinstance(obj, Tensor) or (isinstance(obj, (list, tuple)) and any(_has_tensor(item) for item in obj))
 
 
 def array(obj, dtype=None):
@@ -164,11 +162,10 @@ def array(obj, dtype=None):
     >>> dg.grad(lambda x: sum(array([x * 2.0, x ** 2])))(3.0)
     np.float64(8.0)
     """
+    if isinstance(obj, (list, tuple)) and _has_tensor(obj):
+        obj = stack([array(item) for item in obj])
     if isinstance(obj, Tensor):
         return obj if dtype is None else astype(obj, dtype)
-    if isinstance(obj, (list, tuple)) and _has_tensor(obj):
-        out = stack([array(item) for item in obj])
-        return out if dtype is None else astype(out, dtype)
     return _np.array(obj, dtype=dtype)
 
 
@@ -201,7 +198,4 @@ def size(x, axis=None):
     if axis is None:
         return x.size if isinstance(x, Tensor) else _np.size(x)
     dims = shape(x)
-    n = 1
-    for a in normalize_axis(axis, len(dims), "size", x):
-        n *= dims[a]
-    return n
+    return _math.prod(dims[a] for a in normalize_axis(axis, len(dims), "size", x))

@@ -21,27 +21,15 @@ _next_level = itertools.count(1).__next__  # each transform boxes its inputs at 
 
 def _differentiable_input(x, where):
     """The value to box for a transform input: Tensors as they are, numbers as arrays."""
-    if isinstance(x, Tensor):
-        value = x
-    elif isinstance(x, (np.ndarray, np.generic)):
-        value = x
-    else:
-        value = np.asarray(x)
-    kind = _dtype(value).kind
-    if kind != "f":
+    value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) else np.asarray(x)
+    if _dtype(value).kind != "f":
         raise user_error(TypeError, where, f"can only differentiate with respect to real floating-point inputs, "
                          f"got dtype {_dtype(value)} (pass a float such as 1.0 instead of 1)")
     return value
 
 
-def _reverse_box(value, level):
-    return _leaf(value, True, level)
-
-
 def _unbox(x, level):
-    if isinstance(x, Tensor) and x._level == level:
-        return x._value
-    return x
+    return x._value if isinstance(x, Tensor) and x._level == level else x
 
 
 def _normalize_argnums(argnums, nargs, where):
@@ -60,9 +48,7 @@ def _finish_ct(ct, original, like_value):
         ct = np.zeros(_shape(like_value), _dtype(like_value))
     if type(original) is Tensor and original._level == 0:
         return ct if isinstance(ct, Tensor) else _leaf(np.asarray(ct), False)
-    if isinstance(ct, np.ndarray) and not ct.flags.writeable:
-        ct = ct.copy()
-    return ct
+    return ct.copy() if isinstance(ct, np.ndarray) and not ct.flags.writeable else ct
 
 
 class _Traced:
@@ -70,12 +56,11 @@ class _Traced:
 
     def __init__(self, f, args, argnums, where, kwargs=None):
         self.level = _next_level()
-        self.where = where
         self.args = list(args)
         self.boxes = []  # per argnum: (treedef, [(original leaf, box)])
         for n in argnums:
             leaves, treedef = tree_flatten(self.args[n])
-            pairs = [(leaf, _reverse_box(_differentiable_input(leaf, where), self.level)) for leaf in leaves]
+            pairs = [(leaf, _leaf(_differentiable_input(leaf, where), True, self.level)) for leaf in leaves]
             self.boxes.append((treedef, pairs))
             self.args[n] = tree_unflatten(treedef, [box for _, box in pairs])
         with enable_grad():
@@ -116,10 +101,8 @@ def value_and_grad(f, argnums=0):
         if int(np.prod(_shape(out))) != 1:
             raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
                              f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
-        seed = np.ones(_shape(out), _dtype(out))
-        grads = traced.pull([out], [seed])
-        value = _unbox(out, traced.level)
-        return value, (grads[0] if single else grads)
+        grads = traced.pull([out], [np.ones(_shape(out), _dtype(out))])
+        return _unbox(out, traced.level), (grads[0] if single else grads)
 
     _name(value_and_grad_f, "value_and_grad", f)
     return value_and_grad_f
@@ -220,16 +203,6 @@ def jvp(f, primals, tangents):
     return tree_unflatten(out_def, primal_out), tree_unflatten(out_def, tangent_out)
 
 
-def _stack(parts, axis=0):
-    if not _any_tensor(parts):
-        return np.stack(parts, axis=axis)
-    return stack(parts, axis=axis)
-
-
-def _any_tensor(xs):
-    return any(isinstance(x, Tensor) for x in xs)
-
-
 def _array_arg(x, where):
     if isinstance(x, (list, tuple, dict)):
         raise user_error(TypeError, where, f"differentiated arguments must be arrays or Tensors, got "
@@ -238,16 +211,17 @@ def _array_arg(x, where):
 
 
 def _basis(shape, k, dtype):
-    e = np.zeros(int(np.prod(shape)), dtype)
-    e[k] = 1
-    return e.reshape(shape)
+    e = np.zeros(shape, dtype)
+    e.flat[k] = 1
+    return e
 
 
 def _assemble(parts, out_shape, in_shape, dtype, axis):
     """One Jacobian from its rows (axis 0) or columns (axis -1): shape out_shape + in_shape."""
     if not parts:
         return np.zeros(out_shape + in_shape, dtype)
-    return reshape(_stack(parts, axis=axis), out_shape + in_shape)
+    stacked = stack(parts, axis=axis) if any(isinstance(p, Tensor) for p in parts) else np.stack(parts, axis=axis)
+    return reshape(stacked, out_shape + in_shape)
 
 
 def jacobian(f, argnums=0):
@@ -314,10 +288,8 @@ def jacfwd(f, argnums=0):
         out_leaves, out_def = tree_flatten(out)
         results = []
         for i, o in enumerate(out_leaves):
-            per_arg = [
-                _assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
-                for j, n in enumerate(nums)
-            ]
+            per_arg = [_assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
+                       for j, n in enumerate(nums)]
             results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 

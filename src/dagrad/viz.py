@@ -2,13 +2,9 @@
 
 Everything here reads a graph without changing it. The same three views serve an eager
 recording (the graph that produced a Tensor), a static `Graph`, and a static `Symbol`
-(the part of its graph it depends on):
-
-- `listing(x)`: numbered, typed assignments in creation order, leaves first, each shared
-  node once; `str(graph)` is the same listing without the location comments.
-- `to_dot(x)`: Graphviz DOT source (deterministic: the same graph gives the same text).
-- `draw(x, path)`: `.svg` drawn here with a small layered layout (no system dependency),
-  `.png` / `.pdf` through Graphviz's `dot` program, `.dot` / `.gv` the DOT source.
+(the part of its graph it depends on): `listing(x)` (numbered, typed assignments in creation
+order; `str(graph)` is the same without location comments), `to_dot(x)` (deterministic DOT
+source) and `draw(x, path)` (`.svg` drawn here, `.png` / `.pdf` through Graphviz's `dot`).
 
 Every traversal is iterative (explicit stacks), and every order comes from creation order
 or insertion order, never from ids or sets.
@@ -49,12 +45,12 @@ class _Entry:
         self.args = ()  # the inputs as the listing shows them
         self.kind = "op"  # "op", "parameter", "input" or "constant"
         self.inputs = ()  # per input: an int (the entry it comes from) or the text of a literal value
-        self.backward = False
-        self.output = False
+        self.backward = self.output = False
 
 
 class _View:
-    """The entries of a graph in listing order, and the lines that head or close sections."""
+    """The entries of a graph in listing order (each input before its consumers), and the
+    comment lines that head or close sections."""
 
     def __init__(self):
         self.entries = []
@@ -64,20 +60,20 @@ class _View:
 
     def add(self, node, label):
         self.index[node] = len(self.entries)
-        entry = _Entry(node, label)
-        self.entries.append(entry)
-        return entry
+        self.entries.append(_Entry(node, label))
+        return self.entries[-1]
 
     def lines(self):
         out = []
         for i, e in enumerate(self.entries):
             out.extend(self.headers.get(i, ()))
-            text = f"{e.label} = {e.body} : {e.type}"
-            if e.comment:
-                text += f"   # {e.comment}"
-            out.append(text)
-        out.extend(self.footer)
-        return out
+            out.append(_line(e))
+        return out + self.footer
+
+
+def _line(e):
+    """The entry's listing line (also its tooltip in a drawing)."""
+    return f"{e.label} = {e.body} : {e.type}" + (f"   # {e.comment}" if e.comment else "")
 
 
 def _view(obj, backward=False, limit=None):
@@ -97,9 +93,7 @@ def _view(obj, backward=False, limit=None):
 def _static_label(node, position):
     # as Graph.listing: a name that is a number is quoted, so it cannot be read as another node's position
     name = node.name
-    if not name:
-        return f"%{position}"
-    return f'%"{name}"' if name.isdigit() else f"%{name}"
+    return f"%{position}" if not name else f'%"{name}"' if name.isdigit() else f"%{name}"
 
 
 _STATIC_KINDS = {"placeholder": "input", "variable": "parameter", "constant": "constant"}
@@ -114,36 +108,35 @@ def _static_view(graph, nodes, output, limit):
     for node in nodes:
         e = view.add(node, labels[node])
         e.body, e.type = node_parts(node, labels)  # exactly str(graph)'s line
-        where = getattr(node, "where", None)
-        e.comment = short_location(where)
+        e.comment = short_location(getattr(node, "where", None))
         e.backward = node.grad_of is not None
         e.kind = _STATIC_KINDS.get(node.kind, "op") if node.op is None else "op"
-        e.inputs = tuple(view.index[a] if isinstance(a, Symbol) else show_value(a, labels) for a in (node.inputs or ()))
-        e.args = tuple(show_value(a, labels) for a in (node.inputs or ()))
+        inputs = node.inputs or ()
+        e.args = tuple(show_value(a, labels) for a in inputs)
+        e.inputs = tuple(view.index[a] if isinstance(a, Symbol) else text for a, text in zip(inputs, e.args))
         e.output = node is output
     # the seeds dg.gradients makes (ones like the output) and zeros for what an output does not
     # depend on: full_like nodes whose every use is in the gradient computation
-    uses = {}
-    for i, e in enumerate(view.entries):
+    users = {}
+    for e in view.entries:
         for a in e.inputs:
             if isinstance(a, int):
-                uses.setdefault(a, []).append(i)
+                users.setdefault(a, []).append(e)
     for i, e in enumerate(view.entries):
-        if not e.backward and e.node.op is not None and e.node.op is full_like.op and i in uses:
-            e.backward = all(view.entries[j].backward for j in uses[i])
+        if not e.backward and e.node.op is full_like.op and i in users:
+            e.backward = all(user.backward for user in users[i])
     return view
 
 
 def _symbol_nodes(symbol, backward):
-    """The nodes `symbol` depends on, in graph order; with `backward`, also the gradient nodes that
+    """The nodes `symbol` depends on, in graph order; with `backward`, also the gradient nodes
     `dg.gradients` built from them (and what those depend on)."""
     wanted = walk([symbol])
     if backward:
         made = {}
         for node in symbol.graph.nodes:
-            if node in wanted or node.grad_of is None:
-                continue
-            if any(isinstance(a, Symbol) and (a in wanted or a in made) for a in node.inputs or ()):
+            if node not in wanted and node.grad_of is not None and any(
+                    isinstance(a, Symbol) and (a in wanted or a in made) for a in node.inputs or ()):
                 made[node] = True
         wanted.update(walk(list(made)))
     return [node for node in symbol.graph.nodes if node in wanted]
@@ -171,7 +164,6 @@ def _eager_view(root, backward, limit):
     view = _View()
     labels = {}
     for n in _in_order(nodes):
-        labels[n] = f"%{len(view.entries)}"
         _eager_entry(view, n, labels)
     view.entries[view.index[root]].output = True
     if backward:
@@ -180,37 +172,35 @@ def _eager_view(root, backward, limit):
 
 
 def _eager_entry(view, node, labels, inputs_of=None):
-    """The entry of an eager node; `inputs_of` maps a copy made for the backward sweep to its original."""
+    """An eager node's entry, labelled by position; `inputs_of` maps a backward sweep's copy to its original."""
+    labels[node] = f"%{len(view.entries)}"
     e = view.add(node, labels[node])
     e.type = f"{tuple(node.shape)} {node.dtype}"
+    e.comment = short_location(location(node))
     if node.op is None:
         e.kind = "parameter" if node._requires_grad else "input"
         # the marker follows the type in the listing: `%0 = leaf : () float64  requires_grad`
         e.body = "leaf"
         if node._requires_grad:
             e.type += "  requires_grad"
-        e.comment = short_location(location(node))
         return e
     if node.inputs is None:
-        args = ["<freed by backward()>"]
-        e.inputs = ()
+        e.args = ("<freed by backward()>",)
     else:
-        args, ins = [], []
-        for a in node.inputs:
-            if isinstance(a, Tensor):
-                a = inputs_of.get(a, a) if inputs_of else a
-                args.append(labels[a])
-                ins.append(view.index[a])
-            else:
-                text = show_value(a, labels)
-                args.append(text)
-                ins.append(text)
-        e.inputs = tuple(ins)
-    e.args = tuple(args)
-    args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
-    e.body = f"{node.op.name}({', '.join(args)})"
-    e.comment = short_location(location(node))
+        inputs = [inputs_of.get(a, a) if inputs_of and isinstance(a, Tensor) else a for a in node.inputs]
+        e.args = tuple(labels[a] if isinstance(a, Tensor) else show_value(a, labels) for a in inputs)
+        e.inputs = tuple(view.index[a] if isinstance(a, Tensor) else text for a, text in zip(inputs, e.args))
+    attrs = tuple(f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items())
+    e.body = f"{node.op.name}({', '.join(e.args + attrs)})"
     return e
+
+
+def _raw_node(value, op, inputs, attrs, requires_grad, level, seq):
+    """A recorded Tensor made directly, without running `op`."""
+    t = _new(Tensor)
+    t._value, t.op, t.inputs, t.attrs, t._grad = value, op, inputs, attrs, None
+    t._requires_grad, t._level, t._seq, t._code = requires_grad, level, seq, None
+    return t
 
 
 def _add_backward(view, root, nodes, labels):
@@ -233,21 +223,15 @@ def _add_backward(view, root, nodes, labels):
     marks = []  # (sequence number, forward node) in the order the sweep ran the rules
     copies = {}
     for n in sorted(ops, key=lambda n: n._seq):
-        c = _new(Tensor)
-        c._value, c.grad, c._level, c._requires_grad, c._seq = n._value, None, n._level, n._requires_grad, n._seq
-        c._code = None
-        c.attrs = n.attrs
-        c.inputs = tuple(copies.get(a, a) if isinstance(a, Tensor) else a for a in n.inputs)
-        c.op = _marking_op(n.op, n, marks)
-        copies[n] = c
+        inputs = tuple(copies.get(a, a) if isinstance(a, Tensor) else a for a in n.inputs)
+        copies[n] = _raw_node(n._value, _marking_op(n.op, n, marks), inputs, n.attrs, n._requires_grad, n._level,
+                              n._seq)
     originals = {c: n for n, c in copies.items()}
     top = copies[root]
     # the seed as dg.gradients makes it: ones shaped like the output; it requires grad so that
     # every rule that uses it records its result
-    seed = _new(Tensor)
-    seed._value = np.ones(root.shape, root.dtype)
-    seed.op, seed.inputs, seed.attrs = full_like.op, (top,), {"fill_value": 1, "dtype": None}
-    seed._grad, seed._level, seed._requires_grad, seed._seq, seed._code = None, 0, True, next_seq(), None
+    seed = _raw_node(np.ones(root.shape, root.dtype), full_like.op, (top,), {"fill_value": 1, "dtype": None}, True, 0,
+                     next_seq())
     with enable_grad():
         grads = reverse_sweep([top], [seed], 0, graph_mode=True)
     # the new nodes: what the gradients depend on, short of the forward graph
@@ -255,21 +239,16 @@ def _add_backward(view, root, nodes, labels):
     marks_at = [seq for seq, _ in marks]
     start = len(view.entries)
     for n in _in_order(made):
-        labels[n] = f"%{len(view.entries)}"
         e = _eager_entry(view, n, labels, originals)
         e.backward = True
+        e.comment = "seed" if n is seed else None
+        k = bisect_right(marks_at, n._seq) - 1
         if n.op is None:
             e.kind = "constant"  # a value a rule made, such as the transpose of an input
-        if n is seed:
-            e.comment = "seed"
-            continue
-        k = bisect_right(marks_at, n._seq) - 1 if n.op is not None else -1
-        if k >= 0:
+        elif n is not seed and k >= 0:
             forward = marks[k][1]
             where = short_location(location(forward))
             e.comment = f"{where} (backward of {forward.op.name})" if where else f"backward of {forward.op.name}"
-        else:
-            e.comment = None
     if start < len(view.entries):
         view.headers[start] = [f"# backward of {labels[root]}"]
     for e in view.entries[start:]:  # a leaf a rule made (a constant) says which rule used it first
@@ -279,12 +258,12 @@ def _add_backward(view, root, nodes, labels):
                 if used.node.op is None and used.comment is None and e.comment != "seed":
                     used.comment = e.comment
     for leaf in sorted(grads, key=lambda a: view.index[a]):
-        ct = grads[leaf]
-        shown = labels[originals.get(ct, ct)] if isinstance(ct, Tensor) else show_value(ct, labels)
-        view.footer.append(f"# d{labels[root]}/d{labels[leaf]} = {shown}")
+        ct, name = grads[leaf], f"d{labels[root]}/d{labels[leaf]}"
         if isinstance(ct, Tensor):
-            e = view.entries[view.index[originals.get(ct, ct)]]
-            e.note = f"d{labels[root]}/d{labels[leaf]}" if e.note is None else f"{e.note}, d/d{labels[leaf]}"
+            ct = originals.get(ct, ct)
+            e = view.entries[view.index[ct]]
+            e.note = name if e.note is None else f"{e.note}, d/d{labels[leaf]}"
+        view.footer.append(f"# {name} = {labels[ct] if isinstance(ct, Tensor) else show_value(ct, labels)}")
 
 
 def _marking_op(op, node, marks):
@@ -312,22 +291,13 @@ def _marking_op(op, node, marks):
 def listing(t_or_graph, backward=False, locations=True) -> str:
     """The graph as numbered, typed assignments, one line per node.
 
-    For a Tensor: the graph that produced it, leaves first, then each recorded node once, in
-    the order it was made; for a static `Graph`: every node (as `str(graph)`); for a `Symbol`:
-    the nodes it depends on. A line reads `%7 = matmul(%3, %5) : (64, 10) float64   # train.py:12`:
-    the node's label (its position, or `%name` for a named static node), its op and inputs
-    (small literals inline, larger ones by shape and dtype), its attributes, its shape and
-    dtype, and the file and line where your code made it (without `locations`, or where it
-    is not known, no comment). An eager leaf reads `%0 = leaf : (3,) float64  requires_grad`
-    (the marker only when it requires grad); a static one by its kind (`placeholder`,
-    `variable`, `constant`).
+    For a Tensor: the graph that produced it, leaves first, then each recorded node once in
+    creation order; for a `Graph`: every node (as `str(graph)`); for a `Symbol`: what it depends
+    on. With `locations`, a comment gives the line of your code that made each node.
 
-    `backward=True` also lists the gradient computation. For a Tensor it is built by running
-    the reverse sweep in graph mode on a copy (your graph and every `.grad` stay as they
-    are), from a seed of ones (so a non-scalar gives the gradient of its sum); it follows a
-    `# backward of %N` line, each node commented with the forward line and op it
-    differentiates, and closing lines name each gradient (`# d%6/d%0 = %15`). A static graph
-    already holds the nodes `dg.gradients` built: `backward=True` adds those of a Symbol.
+    `backward=True` also lists the gradient computation (for a Tensor, run on a copy from a seed
+    of ones: your graph and every `.grad` stay as they are), each node commented with the forward
+    line and op it differentiates, and closing lines naming each gradient (`# d%6/d%0 = %15`).
 
     >>> import dagrad as dg
     >>> x = dg.tensor([1.0, 2.0], requires_grad=True)
@@ -374,14 +344,7 @@ def _drawn_lines(e):
     head = f"{e.label} {e.body}" if e.node.op is None else f"{e.label} {e.node.op.name}({', '.join(e.args)})"
     if len(head) > _MAX_LABEL:
         head = head[: _MAX_LABEL - 1] + "\u2026"
-    lines = [head, e.type]
-    if e.note:
-        lines.append(e.note)
-    return lines
-
-
-def _tooltip(e):
-    return f"{e.label} = {e.body} : {e.type}" + (f"   # {e.comment}" if e.comment else "")
+    return [head, e.type] + ([e.note] if e.note else [])
 
 
 def _quote(text):
@@ -391,12 +354,9 @@ def _quote(text):
 def to_dot(t_or_graph, backward=False) -> str:
     """Graphviz DOT source of the graph (the nodes `listing` shows), deterministic.
 
-    Each node is labelled with its listing label, op and inputs, shape and dtype (the whole
-    listing line, attributes and source line included, is its tooltip). Op nodes are rounded
-    white boxes (orange for the gradient computation of `backward=True`), parameters (eager
-    leaves that require grad, Variables) green boxes, inputs (other eager leaves,
-    placeholders) blue ellipses, constants grey notes; the output has a bold border. Edges
-    run from each input to its consumer, in input order.
+    A node is labelled with its label, op, inputs and type (its whole listing line is the
+    tooltip). Ops are rounded white boxes (orange in the gradient computation), parameters
+    green boxes, inputs blue ellipses, constants grey notes; the output has a bold border.
 
     >>> import dagrad as dg
     >>> x = dg.tensor(2.0, requires_grad=True)
@@ -420,11 +380,9 @@ def to_dot(t_or_graph, backward=False) -> str:
     for i, e in enumerate(view.entries):
         bold = ", penwidth=2.5" if e.output else ""
         label = _quote("\n".join(_drawn_lines(e)))
-        lines.append(f"  n{i} [label={label}, {_STYLE[_style_of(e)][0]}{bold}, tooltip={_quote(_tooltip(e))}];")
+        lines.append(f"  n{i} [label={label}, {_STYLE[_style_of(e)][0]}{bold}, tooltip={_quote(_line(e))}];")
     for i, e in enumerate(view.entries):
-        for a in e.inputs:
-            if isinstance(a, int):
-                lines.append(f"  n{a} -> n{i};")
+        lines.extend(f"  n{a} -> n{i};" for a in e.inputs if isinstance(a, int))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -446,12 +404,8 @@ _MARGIN = 12
 def to_svg(t_or_graph, backward=False) -> str:
     """SVG source of the graph, laid out here without any system dependency.
 
-    The layout is layered: each node sits below its deepest input (longest path from the
-    inputs), then as low as its first consumer allows (so a leaf or a side computation sits
-    next to where it is used), nodes within a layer are ordered by the barycenter
-    heuristic (a few sweeps down and up), long edges bend through one shared column per
-    source, and a layer wider than the page wraps onto more rows. Each node is one
-    `<g class="node KIND">` holding a `<title>` (its listing line), a `<rect>` and its text.
+    A layered layout (barycenter ordering, long edges bent through one column per source, wide
+    layers wrapped); each node is a `<g class="node KIND">` with a `<title>` (its listing line).
 
     >>> import dagrad as dg
     >>> x = dg.tensor(2.0, requires_grad=True)
@@ -460,6 +414,18 @@ def to_svg(t_or_graph, backward=False) -> str:
     True
     """
     return _svg(_view(t_or_graph, backward))
+
+
+def _mean(values, default):
+    return sum(values) / len(values) if values else default
+
+
+def _pack(row, width, x, center):
+    """Places the boxes of `row` side by side, _NODE_GAP apart, centred on `center`."""
+    left = center - (sum(width[it] for it in row) + _NODE_GAP * (len(row) - 1)) / 2
+    for it in row:
+        x[it] = left + width[it] / 2
+        left += width[it] + _NODE_GAP
 
 
 def _layout(view):
@@ -471,96 +437,64 @@ def _layout(view):
     for v in range(n):
         for u in preds[v]:
             succs[u].append(v)
-    # longest path from the inputs, in a topological order (Kahn's, ties by position)
-    missing = [len(set(p)) for p in preds]
-    order = [v for v in range(n) if not missing[v]]
-    k = 0
-    while k < len(order):
-        u = order[k]
-        k += 1
-        done = {}
-        for v in succs[u]:
-            if v in done:
-                continue
-            done[v] = True
-            missing[v] -= 1
-            if not missing[v]:
-                order.append(v)
+    # the entries come in a topological order: each node goes one layer below its deepest input,
+    # then as low as its consumers allow (just above the first one)
     layer = [0] * n
-    for v in order:
+    for v in range(n):
         if preds[v]:
             layer[v] = 1 + max(layer[u] for u in preds[v])
-    for v in reversed(order):  # then each node as low as its consumers allow: just above the first one
+    for v in reversed(range(n)):
         if succs[v]:
             layer[v] = max(layer[v], min(layer[s] for s in succs[v]) - 1)
     # long edges: one column of bend points ("dummies") per source, shared by its consumers
     spans = [max((layer[s] for s in succs[u]), default=0) - layer[u] - 1 for u in range(n)]
-    bends = sum(s for s in spans if s > 0) <= _MAX_DUMMIES
+    text = [_drawn_lines(e) for e in entries]
+    width = [max(len(s) for s in lines) * _CHAR + 2 * _PAD_X for lines in text]
+    height = [len(lines) * _LINE + 2 * _PAD_Y for lines in text]
     item_layer = list(layer)
-    width = []
-    height = []
-    text = []
-    for e in entries:
-        lines = _drawn_lines(e)
-        text.append(lines)
-        width.append(max(len(s) for s in lines) * _CHAR + 2 * _PAD_X)
-        height.append(len(lines) * _LINE + 2 * _PAD_Y)
     trunk = [None] * n
-    if bends:
+    if sum(s for s in spans if s > 0) <= _MAX_DUMMIES:
         for u in range(n):
             if spans[u] > 0:
-                trunk[u] = []
-                for lay in range(layer[u] + 1, layer[u] + 1 + spans[u]):
-                    trunk[u].append(len(item_layer))
-                    item_layer.append(lay)
-                    width.append(_DUMMY_W)
-                    height.append(0)
+                trunk[u] = list(range(len(item_layer), len(item_layer) + spans[u]))
+                item_layer.extend(range(layer[u] + 1, layer[u] + 1 + spans[u]))
     items = len(item_layer)
-    up = [[] for _ in range(items)]
-    for v in range(n):
-        for u in preds[v]:
-            gap = layer[v] - layer[u]
-            up[v].append(trunk[u][gap - 2] if gap > 1 and trunk[u] is not None else u)
-    for u in range(n):
-        if trunk[u]:
-            column = [u] + trunk[u]
-            for a, b in zip(column, column[1:]):
-                up[b].append(a)
+    width += [_DUMMY_W] * (items - n)
+    height += [0] * (items - n)
+
+    def source(u, v):  # where the edge u -> v leaves from: u, or the bend of u's trunk just above v
+        gap = layer[v] - layer[u]
+        return trunk[u][gap - 2] if gap > 1 and trunk[u] is not None else u
+
+    up = [[source(u, v) for u in preds[v]] for v in range(n)] + [[] for _ in range(items - n)]
+    layers = [[] for _ in range(max(item_layer) + 1 if items else 0)]
+    for u in range(n):  # a trunk starts next to its source
+        column = [u] + (trunk[u] or [])
+        for a, b in zip(column, column[1:]):
+            up[b].append(a)
+        for it in column:
+            layers[item_layer[it]].append(it)
     down = [[] for _ in range(items)]
     for b in range(items):
         for a in up[b]:
             down[a].append(b)
-    depth = max(item_layer) + 1 if items else 0
-    layers = [[] for _ in range(depth)]
-    source_of = [None] * items  # a dummy's source: it starts next to it
-    for u in range(n):
-        for d in trunk[u] or ():
-            source_of[d] = u
-    start = sorted(range(items), key=lambda i: (i if source_of[i] is None else source_of[i] + 0.5, i))
-    for i in start:
-        layers[item_layer[i]].append(i)
     pos = [0] * items
     for row in layers:
         for i, it in enumerate(row):
             pos[it] = i
     # the barycenter heuristic: sort each layer by the mean position of its neighbours in the last one
-    for sweep in range(4):
-        downward = sweep % 2 == 0
+    depth = len(layers)
+    for downward in (True, False, True, False):
         neighbours = up if downward else down
         for lay in range(1, depth) if downward else range(depth - 2, -1, -1):
             row = layers[lay]
-            keys = {}
-            for it in row:
-                nb = neighbours[it]
-                keys[it] = (sum(pos[x] for x in nb) / len(nb) if nb else pos[it], pos[it])
+            keys = {it: (_mean([pos[a] for a in neighbours[it]], pos[it]), pos[it]) for it in row}
             row.sort(key=keys.__getitem__)
             for i, it in enumerate(row):
                 pos[it] = i
     # rows: a wide layer wraps
     rows = []
-    row_of_layer = []
     for row in layers:
-        first = len(rows)
         current, used = [], 0.0
         for it in row:
             if current and used + width[it] > _MAX_ROW:
@@ -569,24 +503,14 @@ def _layout(view):
             current.append(it)
             used += width[it] + _NODE_GAP
         rows.append(current)
-        row_of_layer.append((first, len(rows)))
     x = [0.0] * items
     for row in rows:
-        total = sum(width[it] for it in row) + _NODE_GAP * (len(row) - 1)
-        left = -total / 2
-        for it in row:
-            x[it] = left + width[it] / 2
-            left += width[it] + _NODE_GAP
+        _pack(row, width, x, 0.0)
     # x: each row pulled towards its neighbours above, then below, then above again
     for downward in (True, False, True):
         neighbours = up if downward else down
         for row in rows if downward else reversed(rows):
-            if not row:
-                continue
-            wanted = []
-            for it in row:
-                nb = neighbours[it]
-                wanted.append(sum(x[a] for a in nb) / len(nb) if nb else x[it])
+            wanted = [_mean([x[a] for a in neighbours[it]], x[it]) for it in row]
             for it, value in zip(row, _spread(wanted, [width[it] for it in row])):
                 x[it] = value
     # a drawing no wider than its widest row: a row that spread wider is packed, and rows that
@@ -598,11 +522,7 @@ def _layout(view):
             continue
         left, right = min(x[it] - width[it] / 2 for it in row), max(x[it] + width[it] / 2 for it in row)
         if right - left > band:
-            packed = sum(width[it] for it in row) + _NODE_GAP * (len(row) - 1)
-            start = sum(x[it] for it in row) / len(row) - packed / 2
-            for it in row:
-                x[it] = start + width[it] / 2
-                start += width[it] + _NODE_GAP
+            _pack(row, width, x, sum(x[it] for it in row) / len(row))
             left, right = x[row[0]] - width[row[0]] / 2, x[row[-1]] + width[row[-1]] / 2
         extents.append((row, left, right))
     if extents and max(e[2] for e in extents) - min(e[1] for e in extents) > band:
@@ -612,25 +532,20 @@ def _layout(view):
             shift = low - left if left < low else low + band - right if right > low + band else 0.0
             for it in row:
                 x[it] += shift
-    # y: rows stacked
+    # y: rows stacked; a bend spans its row's height (the edge passes the row from top to bottom)
     y = [0.0] * items
-    row_top = []
     top = _MARGIN
     for row in rows:
-        tall = max((height[it] for it in row), default=0)
-        tall = max(tall, _LINE)
-        row_top.append(top)
+        tall = max([_LINE] + [height[it] for it in row])
         for it in row:
             y[it] = top
-            if it >= n:  # a bend: the edge passes the row from its top to its bottom
+            if it >= n:
                 height[it] = tall
         top += tall + _LAYER_GAP
     bottom = top - _LAYER_GAP + _MARGIN
-    lefts = [x[it] - width[it] / 2 for it in range(items)]
-    shift = _MARGIN - min(lefts, default=0.0)
+    shift = _MARGIN - min((x[it] - width[it] / 2 for it in range(items)), default=0.0)
     right = max((x[it] + width[it] / 2 for it in range(items)), default=0.0) + shift + _MARGIN
-    for it in range(items):
-        x[it] += shift
+    x = [value + shift for value in x]
     # a source's column of bends is drawn once (a trunk); each edge runs from the bottom of its
     # input, or from the trunk's bend just above the consumer, to the top of the consumer, where
     # the inputs of a node arrive side by side in input order
@@ -643,17 +558,11 @@ def _layout(view):
             trunks.append((u, points))
     edges = []
     for v in range(n):
-        arrivals = [a for a in entries[v].inputs if isinstance(a, int)]
-        m = len(arrivals)
+        m = len(preds[v])
         step = min(14.0, width[v] / (m + 1)) if m > 1 else 0.0
-        for k, u in enumerate(arrivals):
-            gap = layer[v] - layer[u]
-            if gap > 1 and trunk[u] is not None:
-                d = trunk[u][gap - 2]
-                start = (x[d], y[d] + height[d])
-            else:
-                start = (x[u], y[u] + height[u])
-            edges.append((u, v, [start, (x[v] + (k - (m - 1) / 2) * step, y[v])]))
+        for k, u in enumerate(preds[v]):
+            s = source(u, v)
+            edges.append((u, v, [(x[s], y[s] + height[s]), (x[v] + (k - (m - 1) / 2) * step, y[v])]))
     boxes = [(x[v], y[v], width[v], height[v]) for v in range(n)]
     return boxes, text, trunks, edges, right, bottom
 
@@ -698,7 +607,7 @@ def _svg(view):
         _, fill, stroke, radius = _STYLE[style]
         stroke_width = 2.5 if e.output else 1.8 if e.kind == "parameter" else 1.1
         dash = ' stroke-dasharray="4 2"' if e.kind == "constant" else ""
-        out.append(f'<g class="node {style}" id="n{i}"><title>{escape(_tooltip(e))}</title>')
+        out.append(f'<g class="node {style}" id="n{i}"><title>{escape(_line(e))}</title>')
         out.append(
             f'<rect x="{cx - w / 2:.1f}" y="{top:.1f}" width="{w:.1f}" height="{h:.1f}" rx="{min(radius, h / 2):.1f}" '
             f'fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"{dash}/>'
@@ -720,9 +629,8 @@ def _svg(view):
 def draw(t_or_graph, path, backward=False):
     """Writes a picture of the graph to `path`, by its suffix, and returns the path.
 
-    `.svg`: drawn by dagrad itself (see `to_svg`), no system dependency. `.png` and `.pdf`:
-    through Graphviz's `dot` program, which must be installed (`apt-get install graphviz`,
-    `brew install graphviz`, ...). `.dot` / `.gv`: the DOT source (`to_dot`).
+    `.svg`: drawn by dagrad (`to_svg`); `.png` and `.pdf`: through Graphviz's `dot` program,
+    which must be installed; `.dot` / `.gv`: the DOT source (`to_dot`).
 
     >>> import dagrad as dg, tempfile, os
     >>> x = dg.tensor([1.0, 2.0], requires_grad=True)
@@ -749,9 +657,8 @@ def draw(t_or_graph, path, backward=False):
         command = [dot, f"-T{suffix[1:]}", "-o", str(path)]
         done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, check=False)  # nosec B603
         if done.returncode != 0:
-            message = done.stderr.decode(errors="replace").strip()
             raise user_error(RuntimeError, "draw", f"Graphviz's dot failed (exit status {done.returncode}): "
-                             f"{message}")
+                             f"{done.stderr.decode(errors='replace').strip()}")
     else:
         raise user_error(ValueError, "draw", f"cannot write a {suffix or 'suffix-less'} file {str(path)!r}; use "
                          ".svg (no dependency), .png or .pdf (with Graphviz installed), or .dot / .gv (the DOT source)")
@@ -763,10 +670,8 @@ _REPR_LIMIT = 600  # nodes; a larger graph shows as text in Jupyter (draw it to 
 
 def repr_svg(self):
     """Jupyter's picture of a graph or of the graph that made a tensor (None: show the text)."""
-    if isinstance(self, Graph):
-        if not self.nodes:
-            return None
-    elif self.op is None:  # a leaf has no graph to show
+    empty = not self.nodes if isinstance(self, Graph) else self.op is None  # a leaf has no graph to show
+    if empty:
         return None
     try:
         return _svg(_view(self, False, _REPR_LIMIT))

@@ -1,11 +1,10 @@
 """Anomaly mode: `with dg.detect_anomaly():` the first NaN or Inf raises, naming the op.
 
-Off, it costs one check of a flag per op. On, every eager result and every gradient
-the reverse sweep computes is checked: the first non-finite one raises `FloatingPointError`
-naming the op, the line of the user's code that ran the forward op, and which input was
-non-finite (in a forward pass: whether the inputs already were; in a backward pass: the
-gradient with respect to which input). Generated code (static graphs, `dg.compile`) is not
-checked.
+Off, it costs one check of a flag per op. On, every eager result and every gradient the
+reverse sweep computes is checked: the first non-finite one raises `FloatingPointError` naming
+the op, the user's line that ran it, and the input concerned (forward: whether an input already
+was non-finite; backward: the gradient with respect to which input). Generated code (static
+graphs, `dg.compile`) is not checked.
 """
 
 from __future__ import annotations
@@ -61,19 +60,12 @@ class detect_anomaly:
             set_anomaly_checks(_active > 0, check_forward, check_gradient)
 
 
-def _raw(value):
+def _first_bad(value):
+    """(' (element i)', value) of the first non-finite element, or None (also for a symbolic value)."""
     if is_symbolic(value):
         return None
     while isinstance(value, Tensor):
         value = value._value
-    return value
-
-
-def _first_bad(value):
-    """(index, value) of the first non-finite element, or None."""
-    value = _raw(value)
-    if value is None:
-        return None
     arr = np.asarray(value)
     if arr.dtype.kind not in "fc":
         return None
@@ -87,9 +79,7 @@ def _first_bad(value):
 
 
 def check_forward(op, out, inputs):
-    if not _local.depth:
-        return
-    found = _first_bad(out)
+    found = _first_bad(out) if _local.depth else None
     if found is None:
         return
     element, value = found
@@ -100,14 +90,11 @@ def check_forward(op, out, inputs):
 
 def check_gradient(node, k, ct):
     """Called by the reverse sweep for each cotangent it computes, while anomaly mode is on."""
-    if not _local.depth:
-        return
-    found = _first_bad(ct)
+    found = _first_bad(ct) if _local.depth else None
     if found is None:
         return
     element, value = found
-    made = location(node)
     raise FloatingPointError(
         f"detect_anomaly: the gradient of {node.op.name} with respect to its input {k} is {value}{element}; "
-        f"the {node.op.name} was run at {made or 'an unknown line'} (backward called at {user_line()})"
+        f"the {node.op.name} was run at {location(node) or 'an unknown line'} (backward called at {user_line()})"
     )

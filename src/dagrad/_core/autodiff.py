@@ -1,9 +1,8 @@
 """Reverse sweep and eager `backward` (the transforms built on them are in dagrad/transforms.py).
 
-The reverse sweep visits nodes of one level in decreasing creation order (a heap keyed by
-sequence number), which is a topological order of any graph built by running code, so
-no recursion and no separate topological sort are needed, and the order never depends
-on ids or sets.
+The sweep visits one level's nodes in decreasing creation order (a heap keyed by sequence number):
+a topological order of any graph built by running code, needing no recursion or separate sort, and
+never depending on ids or sets.
 """
 
 from __future__ import annotations
@@ -48,16 +47,10 @@ def _freed_error(node):
 
 
 def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, targets=None, within=None):
-    """Propagates `cotangents` from `roots` through the graph of `level`.
-
-    Returns {leaf: cotangent} for the requires-grad leaves reached, in the order reached,
-    and for the nodes in `targets` (when given) that were reached. `within` (when given)
-    limits the sweep to those nodes: the ones on a path to a target.
-    In graph mode the rules run on the Tensors themselves (recording the backward pass);
-    otherwise on the values one level down (raw arrays for eager tensors). `free` drops
-    each visited node's inputs as it goes, releasing the values they kept alive (as
-    PyTorch frees saved tensors during the backward pass).
-    """
+    """Propagates `cotangents` from `roots` through the graph of `level`: {node: cotangent} for the
+    requires-grad leaves and the `targets` reached, in the order reached; `within` limits the sweep
+    to those nodes. In graph mode the rules run on the Tensors (recording the backward pass), else on
+    the values one level down. `free` drops each visited node's inputs (as PyTorch frees saved tensors)."""
     symbolic = is_symbolic(roots[0]) if len(roots) == 1 else any(is_symbolic(root) for root in roots)
     if symbolic:
         previous = _provenance.node, _provenance.origin

@@ -32,24 +32,16 @@ _provenance = _Provenance()
 
 
 def user_line() -> str:
-    """'file.py:12' for the user's line that led here.
-
-    While a reverse sweep builds the nodes of a gradient in a static graph, their line is
-    the forward node's line (with the op they differentiate), not the line that asked for
-    the gradient: that is the line a reader of a listing or generated code wants.
-    """
+    """'file.py:12' for the user's line that led here. While a reverse sweep builds a static graph's
+    gradient nodes, it is the forward node's line (and op), which a reader of a listing wants."""
     origin = _provenance.origin
-    if origin is not None:
-        return origin
-    return caller_line()
+    return caller_line() if origin is None else origin
 
 
 def caller_line() -> str:
     """'file.py:12' for the innermost line of the user's code on the stack (what an error names)."""
     frame = user_frame()
-    if frame is None:
-        return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 _WHERE = re.compile(r"^(.*):(\d+)(.*)$", re.S)
@@ -57,11 +49,7 @@ _WHERE = re.compile(r"^(.*):(\d+)(.*)$", re.S)
 
 def short_location(where):
     """'train.py:12' from '/home/me/train.py:12' (a trailing '(backward of exp)' kept), or None
-    when it is not known: what listings, drawings and generated code show.
-
-    >>> short_location("/home/me/model.py:12 (backward of exp)")
-    'model.py:12 (backward of exp)'
-    """
+    when it is not known: what listings, drawings and generated code show."""
     if not where or where == "<unknown>":
         return None
     match = _WHERE.match(where)
@@ -78,31 +66,24 @@ def location(node):
     if isinstance(where, str):
         return where
     code = getattr(node, "_code", None)
-    if code is None:
-        return None
-    offset = node._line  # the instruction offset; its line is looked up only now, when it is asked for
+    return None if code is None else code_line(code, node._line)
+
+
+def code_line(code, offset):
+    """'file.py:12' for the instruction at `offset` in `code` (a line is looked up only when asked for)."""
     line = next((n for start, end, n in code.co_lines() if start <= offset < end and n is not None), None)
-    return f"{code.co_filename}:{line if line is not None else code.co_firstlineno}"
+    return f"{code.co_filename}:{code.co_firstlineno if line is None else line}"
 
 
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None:
-        return type(value).__name__
-    return f"{tuple(shape)} {dtype}"
+    return type(value).__name__ if shape is None else f"{tuple(shape)} {getattr(value, 'dtype', None)}"
 
 
 def user_error(kind, op, message, *operands):
-    """The exception every error caused by a user's input is raised with: `kind(message)` where
-    the message names `op` (the op, function or method the user called), the shapes and dtypes
-    of `operands` (when given) and the user's file and line.
-
-    >>> import numpy as np
-    >>> err = user_error(ValueError, "transpose", "axes (0, 5) are out of range", np.ones((2, 3)))
-    >>> str(err).startswith("transpose: axes (0, 5) are out of range (inputs: (2, 3) float64) at ")
-    True
-    """
+    """The exception every error caused by a user's input is raised with: `kind(text)`, the text as
+    "transpose: axes (0, 5) are out of range (inputs: (2, 3) float64) at file.py:12" (`op`: what the
+    user called; the inputs: the `operands`' shapes and dtypes, when given)."""
     inputs = f" (inputs: {', '.join(_describe(v) for v in operands)})" if operands else ""
     text = f"{op}: {message}{inputs} at {caller_line()}"
     if _provenance.origin is not None:  # raised while a static graph's gradient is being built

@@ -1,11 +1,9 @@
 """The graph IR: Symbols (the nodes of static graphs and of traced functions), the Graph that
-holds them, `build` (an op applied to Symbols makes a node), the journal that makes graph
-building all or nothing, and the listing every printer uses.
+holds them, `build`, the journal that makes graph building all or nothing, and the listing.
 
 A Symbol is a Tensor without a value: the same IR node (op, inputs, attrs) with its shape
-(entries may be None) and dtype inferred when it is built. Any op with a Symbol among its
-arguments builds a node in that Symbol's graph instead of computing; eager Tensors used
-beside Symbols enter the graph as constants.
+(entries may be None) and dtype inferred when it is built. An op with a Symbol among its
+arguments builds a node in that Symbol's graph; eager Tensors beside it enter as constants.
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ import threading
 import numpy as np
 
 from .errors import _provenance, caller_line, op_error, user_error, user_line
-from .shapes import SymbolicShape, broadcast_shapes
-from .tensor import Tensor, _new, next_seq
+from .shapes import SymbolicShape
+from .tensor import Tensor, _leaf, next_seq
 
 
 class _Local(threading.local):
@@ -37,22 +35,9 @@ def get_default_graph():
     return graph_state.default
 
 class atomic:
-    """All or nothing for static graphs: if the block raises, every node it built (in any graph)
-    is removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as
-    it was. Nested blocks roll back only their own nodes.
-
-    >>> import dagrad as dg
-    >>> with dg.Graph() as g:
-    ...     x = dg.placeholder((3,), name="x")
-    ...     try:
-    ...         with atomic():
-    ...             y = x * 2.0
-    ...             z = y + dg.placeholder((4,))  # fails: (3,) and (4,) do not broadcast
-    ...     except ValueError:
-    ...         pass
-    >>> len(g)
-    1
-    """
+    """All or nothing for static graphs: if the block raises, every node it built (in any graph) is
+    removed again, so a failing `dg.gradients`, `minimize` or layer call leaves each graph as it was.
+    Nested blocks roll back only their own nodes."""
 
     # A class, not a generator context manager: it wraps every layer call of the eager training
     # step, and this costs ~0.2 us where @contextmanager cost ~0.9 us. The outermost block opens the
@@ -156,7 +141,8 @@ class Graph:
         for i, node in enumerate(self.nodes):
             # a name that is a number is quoted, so that it cannot be read as another node's position
             labels[node] = f"%{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else f"%{node.name}"
-            lines.append(format_node(node, labels))
+            body, kind = node_parts(node, labels)
+            lines.append(f"{labels[node]} = {body} : {kind}")
         return "\n".join(lines)
 
     __str__ = listing
@@ -173,12 +159,6 @@ def show_value(value, labels):
     if arr.size <= 4 and arr.dtype.kind in "biuf":
         return np.array2string(arr, separator=", ").replace("\n", "")
     return f"array{arr.shape} {arr.dtype}"
-
-def format_node(node, labels):
-    """`%7 = matmul(%3, %5) : (None, 10) float64`: a node's line of the listing."""
-    body, kind = node_parts(node, labels)
-    return f"{labels[node]} = {body} : {kind}"
-
 
 def node_parts(node, labels):
     """The two halves of a node's listing line: `matmul(%3, %5)` and `(None, 10) float64`."""
@@ -221,53 +201,20 @@ class Symbol(Tensor):
     def _label(self):
         return f"symbolic tensor {self.name!r}" if self.name else "a symbolic tensor"
 
-    def _traced(self):
-        """'dg.compile(f), tracing it for the call at file.py:12': what is tracing this value."""
-        return f"dg.compile({self.graph.tracing}), tracing it for the call at {self.graph.traced_for}"
-
-    def _no_value(self, what):
+    def _no_value(self, what, traced="while the function is traced its arrays have no values yet; use dagrad "
+                  "functions on them", static="its value exists only inside Session.run; fetch it with sess.run(t)"):
+        """The TypeError for `what` needing a value; it names the dg.compile call tracing it, if any."""
         if self.graph.tracing:
-            return TypeError(
-                f"{what} of a value traced by {self._traced()}: while the function is traced its arrays "
-                f"have no values yet; use dagrad functions on them (at {user_line()})"
-            )
-        return TypeError(
-            f"{what} of {self._label()}: its value exists only inside Session.run; fetch it with "
-            f"sess.run(t) (at {user_line()})"
-        )
-
-    def numpy(self):
-        raise self._no_value("numpy()")
-
-    def _raw(self):  # a symbol's _value is itself: Tensor._raw would never end
-        raise self._no_value("the values")
-
-    def item(self):
-        raise self._no_value("item()")
-
-    def __array__(self, dtype=None, copy=None):
-        raise self._no_value("np.asarray()")
+            return TypeError(f"{what} of a value traced by dg.compile({self.graph.tracing}), tracing it for the call "
+                             f"at {self.graph.traced_for}: {traced} (at {user_line()})")
+        return TypeError(f"{what} of {self._label()}: {static} (at {user_line()})")
 
     def __bool__(self):
-        if self.graph.tracing:
-            raise TypeError(
-                f"bool() of a value traced by {self._traced()}: Python control flow (if, while, and, or) "
-                f"cannot depend on a traced value, because the function is traced once per input shape; use "
-                f"dg.where(condition, a, b) to choose between values (at {user_line()})"
-            )
-        raise TypeError(
-            f"bool() of {self._label()}: its value exists only inside Session.run, so Python control flow "
-            f"cannot depend on it; use dg.where(condition, a, b) (at {user_line()})"
-        )
-
-    def __float__(self):
-        raise self._no_value("float()")
-
-    def __int__(self):
-        raise self._no_value("int()")
-
-    def __index__(self):
-        raise self._no_value("use as an index")
+        raise self._no_value(
+            "bool()", "Python control flow (if, while, and, or) cannot depend on a traced value, because the "
+            "function is traced once per input shape; use dg.where(condition, a, b) to choose between values",
+            "its value exists only inside Session.run, so Python control flow cannot depend on it; use "
+            "dg.where(condition, a, b)")
 
     def __len__(self):
         n = self._shape[0] if self._shape else None
@@ -275,9 +222,6 @@ class Symbol(Tensor):
             raise user_error(TypeError, "len", f"the length of {self._label()} with shape {self._shape} is not known "
                              "before Session.run")
         return n
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
 
     def backward(self, *args, **kwargs):
         raise user_error(TypeError, "backward", "called on a symbolic tensor: in a static graph use "
@@ -307,6 +251,20 @@ class Symbol(Tensor):
         what = self.kind if self.op is None else self.op.name
         return f"<Symbol{label} {what} : {tuple(self._shape)} {self._dtype}>"
 
+
+def _refuse(what):
+    def method(self, *args, **kwargs):
+        raise self._no_value(what)
+
+    return method
+
+
+# what needs a value refuses a Symbol (its _value is itself: Tensor._raw would never end)
+for _name, _what in (("numpy", "numpy()"), ("_raw", "the values"), ("item", "item()"), ("__array__", "np.asarray()"),
+                     ("__float__", "float()"), ("__int__", "int()"), ("__index__", "use as an index")):
+    setattr(Symbol, _name, _refuse(_what))
+
+
 def checked_value(value, shape, dtype, op, what):
     """`value` as a new array of `dtype`, if it fits `shape` (None: any size) and converts to `dtype`
     without changing kind (an int into a float, not a float into an int); else the error, raised
@@ -329,12 +287,9 @@ def shape_fits(actual, declared):
 
 def new_symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requires_grad=False, name=None,
                cls=None):
-    s = _new(cls or Symbol)
+    s = _leaf(None, requires_grad, 0, cls or Symbol)
     s._value = s  # a symbol stands for its own value: rules run on it and build nodes
     s.op, s.inputs, s.attrs = op, inputs, attrs
-    s._requires_grad = requires_grad
-    s._grad = None
-    s._level = 0
     s._seq = next_seq()
     s._shape = tuple(None if n is None else int(n) for n in shape)
     s._dtype = np.dtype(dtype)
@@ -369,11 +324,7 @@ def walk(roots, stop=(), limit=None):
 
 def ancestors(nodes):
     """`nodes` and every node they depend on, in creation order."""
-    return sorted(walk(nodes), key=_seq)
-
-
-def _seq(node):
-    return node._seq
+    return sorted(walk(nodes), key=lambda node: node._seq)
 
 
 def build(op, args, attrs):
@@ -387,18 +338,14 @@ def build(op, args, attrs):
             elif a.graph is not graph:
                 raise user_error(ValueError, op.name, "inputs come from different graphs",
                                  *[x for x in args if isinstance(x, Symbol)])
-            inputs.append(a)
         elif isinstance(a, Tensor):
-            inputs.append(a.numpy())  # an eager value used in a graph is a constant there
-        else:
-            inputs.append(a)
-    shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
-    shape = infer_shape(op, shapes, attrs)
+            a = a.numpy()  # an eager value used in a graph is a constant there
+        inputs.append(a)
+    shape = infer_shape(op, [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs], attrs)
     dtype = _infer_dtype(op, inputs, attrs)
-    requires_grad = op.differentiable and dtype.kind == "f" and any(
-        isinstance(a, Symbol) and a._requires_grad for a in inputs
-    )
-    return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs, requires_grad)
+    requires_grad = any(isinstance(a, Symbol) and a._requires_grad for a in inputs)
+    return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs,
+                      requires_grad and op.differentiable and dtype.kind == "f")
 
 
 def infer_shape(op, shapes, attrs, during=None, built_at=None):
@@ -417,7 +364,6 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
                    f"{built_at}) at {caller_line()}") from None
 
 
-_ELEMENTWISE_DTYPES = {}  # (op, the inputs' dtypes or Python types) -> result dtype
 
 
 def _rule_input(a):
@@ -431,38 +377,27 @@ def _rule_input(a):
 
 
 def _infer_dtype(op, inputs, attrs):
-    """The output dtype, found the way NumPy finds it: by running the op on small stand-ins."""
-    if op.dtype is not None:  # the op's declared rule (see _core/dtypes.py)
+    """The output dtype: the op's declared rule (see _core/dtypes.py)."""
+    if op.dtype is not None:
         dtypes = [_rule_input(a) for a in inputs]
         try:
             return np.dtype(op.dtype(*dtypes, **(attrs or {})))
         except (TypeError, ValueError) as err:  # no loop for these dtypes: refused now, as eager mode would
             raise op_error(op.name, [a for a in inputs if isinstance(a, Symbol)], err) from None
-    if op.random:  # running it would draw from its generator: its dtype is its first input's
-        return inputs[0]._dtype
-    elementwise = op.shape is broadcast_shapes
-    if elementwise and not attrs:
-        # an elementwise result's dtype depends only on the inputs' dtypes (a Python number's type
-        # counts, not its value: NumPy 2 treats them as weakly typed), so it is looked up once
-        key = (op, *(a._dtype if isinstance(a, Symbol) else getattr(a, "dtype", type(a)) for a in inputs))
-        dtype = _ELEMENTWISE_DTYPES.get(key)
-        if dtype is None:
-            dtype = _ELEMENTWISE_DTYPES[key] = _run_stand_ins(op, inputs, attrs, elementwise)
-        return dtype
-    return _run_stand_ins(op, inputs, attrs, elementwise)
+    # a custom Function's forward is the user's own code: no rule is known, so it runs on stand-ins
+    return _run_stand_ins(op, inputs, attrs)
 
 
-def _run_stand_ins(op, inputs, attrs, elementwise):
+def _run_stand_ins(op, inputs, attrs):
     dummies = []
     for a in inputs:
         if isinstance(a, Symbol):
-            shape = () if elementwise else tuple(1 if n is None else n for n in a._shape)
-            dummies.append(np.broadcast_to(np.ones((), a._dtype), shape))
+            dummies.append(np.broadcast_to(np.ones((), a._dtype), tuple(1 if n is None else n for n in a._shape)))
         else:
             dummies.append(a)
     try:
         with np.errstate(all="ignore"):
             return np.asarray(op.forward(*dummies, **(attrs or {}))).dtype
-    except Exception:  # e.g. a singular stand-in for a linear solve: fall back on type promotion
+    except Exception:  # the forward refuses ones (e.g. a singular matrix): fall back on type promotion
         kinds = [np.asarray(a).dtype if not isinstance(a, Symbol) else a._dtype for a in inputs if a is not None]
         return np.result_type(*kinds) if kinds else np.dtype(np.float64)

@@ -1,17 +1,16 @@
 """Op declaration and dispatch.
 
-Each primitive is declared once with `defop`: its NumPy forward, its shape rule, its vjp
-and its jvp. The rules are written with dagrad's own functions, which are polymorphic:
-on plain arrays they return plain arrays (so a first-order backward runs the rules on
-raw NumPy values and allocates no Tensors), on Tensors they record the graph (so the
-same rules serve `create_graph`, nested transforms and every higher order).
+Each primitive is declared once with `defop`: its NumPy forward, shape rule, vjp and jvp. The rules
+are written with dagrad's own functions, which are polymorphic: on plain arrays they return plain
+arrays (so a first-order backward runs the rules on raw NumPy values and allocates no Tensors), on
+Tensors they record the graph (so the same rules serve `create_graph`, nested transforms and every
+higher order).
 
-vjp and jvp are either a tuple with one rule per input, `rule(g, out, *inputs, **attrs)`
-returning that input's contribution (None for a non-differentiable input), or one joint
-rule: for vjp `rule(g, out, *inputs, **attrs)` returning a tuple of cotangents, for jvp
-`rule(tangents, out, *inputs, **attrs)` with None for inputs without a tangent. The
-engine reduces a broadcast cotangent back to its input's shape (vjp) and broadcasts a
-tangent up to the output's shape (jvp), so no rule does that itself.
+vjp and jvp are either a tuple with one rule per input, `rule(g, out, *inputs, **attrs)` returning that
+input's contribution (None for a non-differentiable input), or one joint rule: for vjp
+`rule(g, out, *inputs, **attrs)` returning a tuple of cotangents, for jvp `rule(tangents, out, *inputs,
+**attrs)` with None for inputs without a tangent. The engine reduces a broadcast cotangent to its
+input's shape (vjp) and broadcasts a tangent to the output's shape (jvp), so no rule does that itself.
 """
 
 from __future__ import annotations
@@ -58,10 +57,9 @@ class Op:
 def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
-    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as described in the
-    module docstring; an op with neither is non-differentiable (its output never requires
-    grad, e.g. comparisons). `nargs` (1 or 2) selects a fast calling convention for
-    elementwise ops without attributes. `fresh`, `shape_source` and `dtype`: see Op.
+    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as in the module docstring; an op
+    with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a fast calling
+    convention for elementwise ops without attributes. `fresh`, `shape_source` and `dtype`: see Op.
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
@@ -71,12 +69,7 @@ def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=Fa
     # The unary and binary functions take eager Tensors and plain values without `apply`: with
     # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
     # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25
-    if nargs == 1:
-        op.function = _unary_function(op)
-    elif nargs == 2:
-        op.function = _binary_function(op)
-    else:
-        op.function = _general_function(op)
+    op.function = {1: _unary_function, 2: _binary_function}.get(nargs, _general_function)(op)
     op.function.__name__ = name
     op.function.__qualname__ = name
     op.function.op = op
@@ -101,9 +94,8 @@ _PLAIN = frozenset((float, int, bool, type(None), np.float64, np.float32, np.int
 
 
 def check_plain(op, value):
-    """Refuses a non-Tensor operand whose dtype dagrad does not compute with: complex numbers (not
-    supported yet: their imaginary part would be dropped going back) and object arrays. Strings
-    need no check here: NumPy refuses them itself."""
+    """Refuses a non-Tensor operand of complex dtype (its imaginary part would be dropped going back)
+    or object dtype. Strings need no check here: NumPy refuses them itself."""
     if isinstance(value, (np.ndarray, np.generic)):
         kind = value.dtype.kind
     elif isinstance(value, complex):
@@ -123,9 +115,7 @@ def check_plain(op, value):
 
 def _call_forward(op, values, attrs):
     try:
-        if attrs is None:
-            return op.forward(*values)
-        return op.forward(*values, **attrs)
+        return op.forward(*values) if attrs is None else op.forward(*values, **attrs)
     except Exception as err:
         raise op_error(op.name, values, err) from err
 
@@ -229,9 +219,7 @@ def _apply_traced(op, args, attrs):
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)
     values = tuple(a._value if isinstance(a, Tensor) and a._level == level else a for a in args)
-    record = op.differentiable and any(
-        isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args
-    )
+    record = op.differentiable and any(isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args)
     # level 0 holds raw values; a higher level's values may be boxes of lower levels
     out = _call_forward(op, values, attrs) if level == 0 else apply(op, values, attrs)
     return _result(op, out, args, attrs, record, level)
@@ -244,16 +232,10 @@ def make_dual(primal, tangent, level):
 
 
 def _apply_forward_mode(op, args, attrs, level):
-    primals = []
-    tangents = []
-    for a in args:
-        if type(a) is Dual and a._level == level:
-            primals.append(a._value)
-            tangents.append(a._tangent)
-        else:
-            primals.append(a)
-            tangents.append(None)
-    out = apply(op, tuple(primals), attrs)
+    boxed = [type(a) is Dual and a._level == level for a in args]
+    primals = tuple(a._value if b else a for a, b in zip(args, boxed))
+    tangents = [a._tangent if b else None for a, b in zip(args, boxed)]
+    out = apply(op, primals, attrs)
     if not op.differentiable:
         return out
     kw = attrs or {}
@@ -320,18 +302,12 @@ def _binary_function(op):
         else:
             eager = False
         if eager:
-            if ta:
-                va = a._value
-            else:
-                va = a
-                if type(a) not in _PLAIN:
-                    check_plain(op, a)
-            if tb:
-                vb = b._value
-            else:
-                vb = b
-                if type(b) not in _PLAIN:
-                    check_plain(op, b)
+            va = a._value if ta else a
+            vb = b._value if tb else b
+            if not ta and type(a) not in _PLAIN:
+                check_plain(op, a)
+            if not tb and type(b) not in _PLAIN:
+                check_plain(op, b)
             try:
                 out = forward(va, vb)
             except Exception as err:

@@ -5,26 +5,18 @@ from __future__ import annotations
 
 def tree_flatten(tree):
     """Leaves of nested lists/tuples/dicts in order, and a description to rebuild it."""
-    if isinstance(tree, (list, tuple)):
-        leaves, defs = [], []
-        for item in tree:
-            sub_leaves, sub_def = tree_flatten(item)
-            leaves.extend(sub_leaves)
-            defs.append(sub_def)
-        return leaves, (type(tree), defs)
-    if isinstance(tree, dict):
-        leaves, defs = [], []
-        for key, item in tree.items():
-            sub_leaves, sub_def = tree_flatten(item)
-            leaves.extend(sub_leaves)
-            defs.append((key, sub_def))
-        return leaves, (dict, defs)
-    return [tree], None
+    if not isinstance(tree, (list, tuple, dict)):
+        return [tree], None
+    leaves, defs = [], []
+    for item in tree.values() if isinstance(tree, dict) else tree:
+        sub_leaves, sub_def = tree_flatten(item)
+        leaves.extend(sub_leaves)
+        defs.append(sub_def)
+    return leaves, (dict, list(zip(tree, defs))) if isinstance(tree, dict) else (type(tree), defs)
 
 
 def tree_unflatten(treedef, leaves):
-    it = iter(leaves)
-    return _rebuild(treedef, it)
+    return _rebuild(treedef, iter(leaves))
 
 
 def _rebuild(treedef, it):

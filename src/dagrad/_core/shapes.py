@@ -11,11 +11,8 @@ from .errors import user_error
 
 
 class SymbolicShape(tuple):
-    """A shape with unknown (None) sizes that remembers whose shape it is.
-
-    Derivative rules restore shapes with `reshape(g, x.shape)` and the like; when a static
-    graph's `x.shape` has unknown sizes, the op takes them from `ref` when the graph runs.
-    """
+    """A shape with unknown (None) sizes that remembers whose shape it is: when a derivative rule restores
+    one (`reshape(g, x.shape)`) in a static graph, the op takes the unknown sizes from `ref` when it runs."""
 
     def __new__(cls, dims, ref):
         shape = super().__new__(cls, dims)
@@ -29,9 +26,7 @@ class SymbolicShape(tuple):
 
 def runtime_shape(shape, ref):
     """`shape` with its unknown sizes taken from the runtime array `ref` (given when shape has None)."""
-    if not ref:
-        return shape
-    return tuple(actual if n is None else n for n, actual in zip(shape, np.shape(ref[0])))
+    return tuple(actual if n is None else n for n, actual in zip(shape, np.shape(ref[0]))) if ref else shape
 
 
 def shape_of(x) -> tuple:
@@ -84,14 +79,7 @@ def broadcast_shapes(*shapes) -> tuple:
 # too (NumPy's reductions, transpose and reshape refuse them, as PyTorch does everywhere).
 def as_index(value, op_name, what, *operands, within=None):
     """`value` as a Python int, or a TypeError naming `op_name`, `what` the argument is (and the
-    sequence it came `within`), the operands' shapes and the user's line.
-
-    >>> as_index(np.int64(2), "reshape", "size")
-    2
-    >>> as_index(2.5, "reshape", "size", within=(2.5, 3))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    TypeError: reshape: size 2.5 in (2.5, 3): 'float' object cannot be interpreted as an integer at ...
-    """
+    sequence it came `within`), the operands' shapes and the user's line."""
     if type(value) is int:
         return value
     if isinstance(value, (bool, np.bool_)):
@@ -161,11 +149,7 @@ def normalize_axis(axis, ndim, op_name="op", *operands, ordered=False, name="axi
 
 def normalize_axis_index(axis, ndim, op_name="op", *operands, name="axis") -> int:
     """One axis (an integer: a sequence is a TypeError, as NumPy's cumsum, argmax, concatenate)
-    as a non-negative int, checked as `normalize_axis` checks each axis.
-
-    >>> normalize_axis_index(-1, 2, "cumsum")
-    1
-    """
+    as a non-negative int, checked as `normalize_axis` checks each axis."""
     if type(axis) is int and -ndim <= axis < ndim:
         return axis + ndim if axis < 0 else axis
     return _one_axis(axis, ndim, op_name, name, operands)
@@ -182,11 +166,7 @@ def reduced_shape(shape, axis, keepdims) -> tuple:
 def summed_axes(big, small):
     """The axes of `big` to sum to undo a broadcast of `small` to `big` (the leading ones, and those
     where `small` has size 1), or None when `small` has more dimensions (nothing to sum: a broadcast
-    up). Unbroadcasting (the sweep, sum_to, its compiled rewrite) rests on this one rule.
-
-    >>> summed_axes((4, 2, 3), (1, 3)), summed_axes((3,), (2, 3))
-    ((0, 1), None)
-    """
+    up). Unbroadcasting (the sweep, sum_to, its compiled rewrite) rests on this one rule."""
     lead = len(big) - len(small)
     if lead < 0:
         return None

@@ -7,6 +7,8 @@ cotangent to its input's shape with them (unbroadcast, `_core/autodiff.py`). The
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .dtypes import accumulated, first
@@ -93,8 +95,8 @@ def reshape(x, shape, *more):
         shape = tuple(-1 if n is None else n for n in shape)  # one unknown size: NumPy infers it
     in_shape = _shape(x)
     if None not in in_shape and None not in shape:
-        known = _product(n for n in shape if n != -1)
-        total = _product(in_shape)
+        known = math.prod(n for n in shape if n != -1)
+        total = math.prod(in_shape)
         fits = known != 0 and total % known == 0 if -1 in shape else known == total
         if not fits:
             raise user_error(ValueError, "reshape", f"cannot reshape shape {tuple(in_shape)} into shape {shape}", x)
@@ -102,12 +104,6 @@ def reshape(x, shape, *more):
             shape = tuple(total // known if n == -1 else n for n in shape)
     return apply(_reshape, (x,) if source is None else (x, source), {"shape": shape})
 
-
-def _product(sizes):
-    n = 1
-    for size in sizes:
-        n *= size
-    return n
 
 _broadcast_to = defop(
     "broadcast_to",
@@ -127,8 +123,7 @@ def broadcast_to(x, shape):
     shape = target_shape(shape, "broadcast_to", x)
     return apply(_broadcast_to, (x,) if source is None else (x, source), {"shape": shape})
 
-def reduction_shape(shape, axis, keepdims):
-    return reduced_shape(shape, axis, keepdims)
+reduction_shape = reduced_shape  # the shape rule of the reductions
 
 
 def _expand(g, shape, axis, keepdims):

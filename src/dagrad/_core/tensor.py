@@ -1,14 +1,14 @@
 """The eager Tensor, the forward-mode Dual, grad mode and the `tensor` constructor.
 
-A Tensor is also a node of the graph IR: `op`, `inputs` and `attrs` say how it was
-computed (all None for a leaf); shape and dtype come from its value. A Tensor carries a
-`_level`: 0 for eager tensors, a fresh number for each transform (`grad`, `jvp`, ...)
-that boxes its inputs. An op dispatches on the highest level among its arguments, so
-transforms nest without confusing their perturbations (as in HIPS autograd and JAX).
+A Tensor is also a node of the graph IR: `op`, `inputs` and `attrs` say how it was computed (all None
+for a leaf); shape and dtype come from its value. Its `_level` is 0 for eager tensors, a fresh number
+for each transform (`grad`, `jvp`, ...) that boxes its inputs. An op dispatches on the highest level
+among its arguments, so transforms nest without confusing their perturbations (as HIPS autograd, JAX).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import weakref
@@ -16,7 +16,7 @@ from sys import _getframe
 
 import numpy as np
 
-from .errors import _PACKAGE_DIR, user_error
+from .errors import _PACKAGE_DIR, code_line, user_error
 
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
 
@@ -34,9 +34,7 @@ def is_grad_enabled() -> bool:
 
 
 class _SetGradMode:
-    """Context manager and decorator that sets grad mode, restoring it on exit."""
-
-    _mode = True
+    """Context manager and decorator that sets grad mode (a subclass's `_mode`), restoring it on exit."""
 
     def __enter__(self):
         self._previous = _grad_mode.enabled
@@ -46,18 +44,10 @@ class _SetGradMode:
         _grad_mode.enabled = self._previous
 
     def __call__(self, func):
-        import functools
-
-        mode = self._mode
-
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            previous = _grad_mode.enabled
-            _grad_mode.enabled = mode
-            try:
+            with type(self)():
                 return func(*args, **kwargs)
-            finally:
-                _grad_mode.enabled = previous
 
         return wrapper
 
@@ -99,11 +89,7 @@ class _Version:
         self.code = self.line = None
 
     def where(self):
-        if self.code is None:
-            return "<unknown>"
-        line = next((n for start, end, n in self.code.co_lines() if start <= self.line < end and n is not None),
-                    self.code.co_firstlineno)
-        return f"{self.code.co_filename}:{line}"
+        return "<unknown>" if self.code is None else code_line(self.code, self.line)
 
 
 class _WriteClock:
@@ -183,10 +169,7 @@ class Tensor:
     _symbolic = False  # True for the nodes of static graphs, which have no value
 
     def __init__(self, data, dtype=None, requires_grad=False):
-        value = _as_array(data, dtype, "dg.Tensor")
-        if requires_grad:
-            _check_differentiable_dtype(value.dtype, "dg.Tensor")
-        self._value = value
+        self._value = _as_array(data, dtype, "dg.Tensor", requires_grad)
         self.op = self.inputs = self.attrs = self._grad = None
         self._requires_grad = bool(requires_grad)
         self._level = 0
@@ -198,12 +181,10 @@ class Tensor:
     # -- the array's facts
     @property
     def value(self):
-        """The underlying NumPy array itself, not a copy, to write into in place (for a value
-        traced by a transform, the value one level down). Use `.numpy()` to read the values.
+        """The underlying NumPy array itself, not a copy, to write into in place (`.numpy()` reads).
 
-        dagrad cannot see what is done with the array, so handing it out counts as an in-place
-        write (it bumps the version counter): a backward pass through an op that saved this
-        tensor before `.value` was taken raises instead of silently using changed values.
+        Handing it out counts as an in-place write (it bumps the version counter): a backward pass
+        through an op that saved this tensor before `.value` was taken raises.
 
         >>> w = tensor([1.0, 2.0], requires_grad=True)
         >>> y = (w * w).sum()
@@ -317,8 +298,7 @@ class Tensor:
         return value
 
     def numpy(self) -> np.ndarray:
-        """The values as a read-only NumPy array (no copy, no graph): `.numpy().copy()` gives a
-        writable copy, and `.value` the tensor's own array to write into.
+        """The values as a read-only NumPy array (no copy, no graph); `.numpy().copy()` is writable.
 
         >>> t = tensor([1.0, 2.0])
         >>> t.numpy()
@@ -386,28 +366,20 @@ class Tensor:
 
     def zero_grad(self, set_to_none: bool = True):
         """Clears `.grad` (to None, or to zeros with `set_to_none=False`)."""
-        if set_to_none or self._grad is None:
-            self._grad = None
-        else:
-            self._grad = _leaf(np.zeros_like(self._grad._raw()), False)
+        self._grad = None if set_to_none or self._grad is None else _leaf(np.zeros_like(self._grad._raw()), False)
 
     def __repr__(self):
         arr = np.asarray(self.numpy())
         body = np.array2string(arr, separator=", ", prefix="tensor(")
-        extras = []
-        if arr.dtype not in (np.float64, np.int64, np.bool_):
-            extras.append(f"dtype={arr.dtype}")
-        if self.op is not None and self._requires_grad:
-            extras.append(f"op={self.op.name}")
-        elif self._requires_grad:
-            extras.append("requires_grad=True")
+        extras = [] if arr.dtype in (np.float64, np.int64, np.bool_) else [f"dtype={arr.dtype}"]
+        if self._requires_grad:
+            extras.append("requires_grad=True" if self.op is None else f"op={self.op.name}")
         if self._level:
             extras.append(f"level={self._level}")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        return (self[i] for i in range(len(self)))
 
     def __reduce__(self):
         raise TypeError("dagrad tensors are not pickled; use dg.save / dg.load or .numpy()")
@@ -422,11 +394,7 @@ class Dual(Tensor):
         return f"Dual(primal={self._value!r}, tangent={self._tangent!r}, level={self._level})"
 
 
-
-_SUPPORTED_KINDS = "biuf"
-
-
-def _as_array(data, dtype, where):
+def _as_array(data, dtype, where, requires_grad=False):
     if isinstance(data, Tensor):
         data = data._raw()
     try:
@@ -434,9 +402,11 @@ def _as_array(data, dtype, where):
     except (ValueError, TypeError) as err:
         kind = TypeError if isinstance(err, TypeError) else ValueError
         raise user_error(kind, where, f"cannot make a tensor of {type(data).__name__} data ({err})") from None
-    if value.dtype.kind not in _SUPPORTED_KINDS:
+    if value.dtype.kind not in "biuf":
         raise user_error(TypeError, where, f"unsupported dtype {value.dtype} (dagrad holds bool, integer and real "
                          "floating-point data; complex numbers are not supported yet)")
+    if requires_grad:
+        _check_differentiable_dtype(value.dtype, where)
     return value
 
 
@@ -473,7 +443,4 @@ def tensor(data, dtype=None, requires_grad=False) -> Tensor:
     >>> tensor([1.0, 2.0], requires_grad=True)
     tensor([1., 2.], requires_grad=True)
     """
-    value = _as_array(data, dtype, "dg.tensor")
-    if requires_grad:
-        _check_differentiable_dtype(value.dtype, "dg.tensor")
-    return _leaf(value, bool(requires_grad))
+    return _leaf(_as_array(data, dtype, "dg.tensor", requires_grad), bool(requires_grad))

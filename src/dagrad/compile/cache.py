@@ -54,9 +54,5 @@ class LRUCache:
         with self._lock:
             return [item[0] for item in sorted(self._entries.values(), key=lambda item: item[1])]
 
-    def clear(self):
-        with self._lock:
-            self._entries.clear()
-
     def __len__(self):
         return len(self._entries)

@@ -63,8 +63,7 @@ def comment(text):
     >>> print(comment("model.py\\nimport os"))
     model.py\\nimport os
     """
-    text = text if isinstance(text, str) else str(text)
-    return str.__repr__(text)[1:-1]
+    return str.__repr__(text if isinstance(text, str) else str(text))[1:-1]
 
 
 class Generated:
@@ -105,16 +104,12 @@ def _write(program, name, grouped, reserved):
     nodes = program.nodes
     naming = _Naming(reserved)
     name = naming.claim(name)  # before the ops: a function called like an op it calls would call itself
-    names = {}
-    for node in program.inputs:
-        names[node] = naming.claim(node.name or "x")
+    names = {node: naming.claim(node.name or "x") for node in program.inputs}
     bindings = {}
     for node in nodes:
         if node.op is not None and node.op not in bindings:
             bindings[node.op] = naming.claim(node.op.name)
-    namespace = {"np": np}
-    for op, binding in bindings.items():
-        namespace[binding] = op.forward
+    namespace = {"np": np, **{binding: op.forward for op, binding in bindings.items()}}
     constants = _Constants(naming, namespace)
     for i, node in enumerate(nodes):
         if node.kind == "constant":
@@ -215,9 +210,7 @@ def identifier(wanted):
     name = re.sub(r"[^A-Za-z0-9_]+", "_", text)[:MAX_IDENTIFIER]
     if name.startswith("__") and name.endswith("__"):
         name = name.strip("_")
-    if not name:
-        return "x"
-    return "x" + name if name[0].isdigit() else name
+    return "x" + name if not name or name[0].isdigit() else name
 
 
 class _Naming:
@@ -225,8 +218,7 @@ class _Naming:
     binds comes from `claim`, unique, plain ASCII, never a keyword, a builtin, `np` or a dunder."""
 
     def __init__(self, reserved=()):
-        self.taken = set(_FORBIDDEN)
-        self.taken.update(reserved)
+        self.taken = {*_FORBIDDEN, *reserved}
 
     def claim(self, wanted, builtin_ok=False):
         """A new identifier for `wanted`. `builtin_ok` allows a builtin's name (a parameter of a
@@ -325,10 +317,8 @@ def _in_place_ufunc(node):
     forward = node.op.forward
     # elementwise ufuncs only: a generalized ufunc (matmul) writing over an input would make
     # NumPy copy that input first
-    return (
-        isinstance(forward, np.ufunc) and forward.signature is None and forward.nout == 1 and not node.attrs
-        and forward.nin == len(node.inputs) and len(node._shape) > 0
-    )
+    return (isinstance(forward, np.ufunc) and forward.signature is None and forward.nout == 1 and not node.attrs
+            and forward.nin == len(node.inputs) and len(node._shape) > 0)
 
 
 class _MemoryPlan:
@@ -372,21 +362,16 @@ class _MemoryPlan:
             self.roots[node] = roots
             for r in roots:
                 death[r] = max(death.get(r, -1), last_use.get(node, i))
-        self.dies_at = {}
-        for node, i in last_use.items():
-            if i < end:
-                self.dies_at.setdefault(i, []).append(node)
-        order = {node: k for k, node in enumerate(nodes)}
-        for dying in self.dies_at.values():
-            dying.sort(key=order.__getitem__)
+        self.dies_at = {}  # node index -> the nodes last read there, in program order
+        for node in nodes:
+            if last_use.get(node, end) < end:
+                self.dies_at.setdefault(last_use[node], []).append(node)
 
     @staticmethod
     def _target(node, i, buffer, death):
         for a in node.inputs:
-            if not isinstance(a, Symbol):
-                continue
-            b = buffer.get(a)
-            if b is not None and death[b] == i and a._shape == node._shape and a._dtype == node._dtype:
+            if isinstance(a, Symbol) and a in buffer and death[buffer[a]] == i and a._shape == node._shape \
+                    and a._dtype == node._dtype:
                 return a
         return None
 

@@ -9,6 +9,8 @@ integer `x + 0` are removed; `x * 0 -> 0` is wrong for x = inf or nan, so it is 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .._core import structural
@@ -50,13 +52,10 @@ class Report:
 
     def __init__(self):
         self.entries = {}  # (pass, rewrite) -> count, in the order first seen
-        self.traced = 0
-        self.optimised = 0
-        self.rounds = 0
+        self.traced = self.optimised = self.rounds = 0
 
     def add(self, pass_name, rewrite, count=1):
-        key = (pass_name, rewrite)
-        self.entries[key] = self.entries.get(key, 0) + count
+        self.entries[pass_name, rewrite] = self.entries.get((pass_name, rewrite), 0) + count
 
     def __str__(self):
         lines = [f"nodes: {self.traced} traced -> {self.optimised} optimised, in {self.rounds} rounds"]
@@ -90,7 +89,7 @@ def remove_dead_nodes(program, report):
     return removed
 
 
-def _rewrite(program, report, pass_name, rule):
+def _rewrite(pass_name, rule, program, report):
     """Applies `rule(node, context)` to each node in order; a rule returns None or (replacement, what).
     Consumers read the replacement from then on; the replaced node dies unless something else
     still reads it."""
@@ -121,41 +120,36 @@ class _Context:
         self.program = program
         self.uses = program.use_counts()
         self.outputs = dict.fromkeys(program.symbol_outputs())
+        self.seen = {}  # cse: node key -> the first node with it
 
     def build(self, replacing, op, args, attrs=None):
         """A new node for `op(args)`, placed where `replacing` was and carrying its source line.
         Every rewrite keeps the dtype, so it is not inferred again."""
-        shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in args]
-        shape = op.shape(*shapes, **(attrs or {}))
-        node = new_symbol(self.program.graph, "op", shape, replacing._dtype, op, tuple(args), attrs)
-        node._seq = replacing._seq
-        node.where, node.grad_of = replacing.where, replacing.grad_of
-        return node
+        shape = op.shape(*[_shape(a) for a in args], **(attrs or {}))
+        return _placed(new_symbol(self.program.graph, "op", shape, replacing._dtype, op, tuple(args), attrs), replacing)
 
     def constant(self, replacing, value):
-        node = new_symbol(self.program.graph, "constant", value.shape, value.dtype)
+        node = _placed(new_symbol(self.program.graph, "constant", value.shape, value.dtype), replacing)
         node._data = value
-        node._seq = replacing._seq
-        node.where, node.grad_of = replacing.where, replacing.grad_of
         return node
+
+
+def _placed(node, replacing):
+    node._seq = replacing._seq
+    node.where, node.grad_of = replacing.where, replacing.grad_of
+    return node
 
 
 # ---------------------------------------------------------------- constant folding
 
 
-def fold_constants(program, report):
-    return _rewrite(program, report, "fold_constants", _fold)
-
-
 def _fold(node, context):
     if node.op is None or node.op.random:
         return None
-    symbols = [a for a in node.inputs if isinstance(a, Symbol)]
     # full_like needs only its input's shape, which is known: the result is a constant
     if node.op is FULL_LIKE and _small(node):
-        attrs = node.attrs
-        value = np.full(node._shape, attrs["fill_value"], dtype=attrs["dtype"] or node.inputs[0]._dtype)
-        return context.constant(node, value), "full_like -> constant"
+        return context.constant(node, np.full(node._shape, *_fill(node))), "full_like -> constant"
+    symbols = [a for a in node.inputs if isinstance(a, Symbol)]
     if not all(a.kind == "constant" for a in symbols):
         return None
     values = [a._data if isinstance(a, Symbol) else a for a in node.inputs]
@@ -164,10 +158,9 @@ def _fold(node, context):
             value = np.asarray(node.op.forward(*values, **(node.attrs or {})))
     except Exception:  # leave the error to run time, where it is reported with the user's line
         return None
-    inputs_bytes = sum(a._data.nbytes for a in symbols)
     if value.shape != node._shape or value.dtype != node._dtype:
         return None
-    if value.nbytes > FOLD_LIMIT_BYTES and value.nbytes > inputs_bytes:
+    if value.nbytes > FOLD_LIMIT_BYTES and value.nbytes > sum(a._data.nbytes for a in symbols):
         return None  # e.g. a broadcast: computing it each run is cheaper than keeping it
     return context.constant(node, value), f"{node.op.name} of constants -> constant"
 
@@ -176,33 +169,26 @@ def _small(node):
     return int(np.prod(node._shape, dtype=np.int64)) * node._dtype.itemsize <= FOLD_LIMIT_BYTES
 
 
+def _fill(node):
+    """(fill value, dtype) of a full_like node."""
+    return node.attrs["fill_value"], node.attrs["dtype"] or node.inputs[0]._dtype
+
+
 # ---------------------------------------------------------------- common subexpressions
 
 
-def eliminate_common_subexpressions(program, report):
-    seen = {}
-
-    def rule(node, context):
-        try:
-            key = _node_key(node)
-        except TypeError:  # an attribute that cannot be compared (an unusual object): keep the node
-            return None
-        if key is None:
-            return None
-        first = seen.setdefault(key, node)
-        if first is node:
-            return None
-        return first, "merged a repeated node"
-
-    return _rewrite(program, report, "cse", rule)
+def _merge_repeated(node, context):
+    try:
+        key = _node_key(node)
+    except TypeError:  # an attribute that cannot be compared (an unusual object): keep the node
+        return None
+    first = node if key is None else context.seen.setdefault(key, node)
+    return None if first is node else (first, "merged a repeated node")
 
 
 def _node_key(node):
-    if node.kind == "constant":
-        data = node._data
-        if data.size > 4096:
-            return None
-        return ("constant", data.dtype.str, data.shape, data.tobytes())
+    if node.kind == "constant":  # by value, when small
+        return _freeze(node._data) if node._data.size <= 4096 else None
     if node.op is None or node.op.random:
         return None  # inputs are distinct by definition; two random draws are two draws
     return (node.op, tuple(_freeze(a) for a in node.inputs), _freeze(node.attrs))
@@ -211,9 +197,7 @@ def _node_key(node):
 def _freeze(value):
     """A hashable key equal for values the ops cannot tell apart: types count (1, 1.0 and True
     differ), and floats compare by repr (-0.0 and 0.0 differ, two NaNs are the same)."""
-    if isinstance(value, Symbol):
-        return value
-    if value is None or value is Ellipsis or isinstance(value, str):
+    if isinstance(value, (Symbol, str)) or value is None or value is Ellipsis:
         return value
     if isinstance(value, (bool, int, float, complex, np.generic)):
         return (type(value).__name__, repr(value))
@@ -258,8 +242,6 @@ NARY = {
 _NARY_OPS = {nary: base for base, nary in NARY.items()}
 
 
-
-
 # ---------------------------------------------------------------- algebraic simplification
 
 
@@ -273,10 +255,7 @@ def _scalar(value):
             if data.dtype.kind in "fc" and not np.all(np.signbit(data) == np.signbit(data.flat[0])):
                 return None  # -0.0 == 0.0, but x + [-0.0, 0.0] is not x + (-0.0)
             return data.flat[0]
-        if value.op is not None and value.op is FULL_LIKE:
-            dtype = value.attrs["dtype"] or value.inputs[0]._dtype
-            return np.asarray(value.attrs["fill_value"], dtype=dtype)[()]
-        return None
+        return np.asarray(*_fill(value))[()] if value.op is FULL_LIKE else None
     if isinstance(value, (bool, int, float, np.generic)):
         return value
     return None
@@ -285,10 +264,8 @@ def _scalar(value):
 def _is(value, number, negative_zero=None):
     """Whether `value` is exactly `number` everywhere (for 0: with the sign bit asked, if asked)."""
     s = _scalar(value)
-    if s is None or isinstance(s, (str, bytes)):
-        return False
     try:
-        if not bool(s == number):
+        if s is None or isinstance(s, (str, bytes)) or not bool(s == number):
             return False
     except (TypeError, ValueError):
         return False
@@ -304,10 +281,6 @@ def _shape(value):
 def _same_type(node, x):
     """Whether replacing `node` by `x` keeps the shape and dtype (no broadcast, no promotion)."""
     return isinstance(x, Symbol) and x._shape == node._shape and x._dtype == node._dtype
-
-
-def _op(node, *ops):
-    return node.op is not None and node.op in ops
 
 
 def rewrite(*ops):
@@ -333,10 +306,9 @@ def _simplify(node, context):
 def _multiply_by_one(node, context):
     # x*1 -> x and 1*x -> x (exact for every x, including nan, inf and -0.0)
     x, y = node.inputs
-    if _is(y, 1) and _same_type(node, x):
-        return x, "x*1 -> x"
-    if _is(x, 1) and _same_type(node, y):
-        return y, "x*1 -> x"
+    for a, b in ((x, y), (y, x)):
+        if _is(b, 1) and _same_type(node, a):
+            return a, "x*1 -> x"
     return None
 
 
@@ -372,7 +344,7 @@ def _divide_by_one(node, context):
 def _double_negation(node, context):
     # --x -> x (negation is exact)
     (x,) = node.inputs
-    if isinstance(x, Symbol) and _op(x, NEGATIVE) and _same_type(node, x.inputs[0]):
+    if isinstance(x, Symbol) and x.op is NEGATIVE and _same_type(node, x.inputs[0]):
         return x.inputs[0], "--x -> x"
     return None
 
@@ -400,7 +372,7 @@ def _identity(node, context):
     x = node.inputs[0]
     if not _same_type(node, x):
         return None
-    if _op(node, TRANSPOSE) and tuple(node.attrs["axes"]) != tuple(range(len(node._shape))):
+    if node.op is TRANSPOSE and tuple(node.attrs["axes"]) != tuple(range(len(node._shape))):
         return None
     return x, f"{node.op.name} that changes nothing -> x"
 
@@ -408,10 +380,9 @@ def _identity(node, context):
 @rewrite(RESHAPE)
 def _reshape_of_reshape(node, context):
     # reshape(reshape(x, a), b) -> reshape(x, b): a reshape reads elements in C order either way
-    if len(node.inputs) == 1:
-        x = node.inputs[0]
-        if isinstance(x, Symbol) and _op(x, RESHAPE) and len(x.inputs) == 1:
-            return context.build(node, node.op, (x.inputs[0],), node.attrs), "reshape of reshape -> reshape"
+    x = node.inputs[0]
+    if len(node.inputs) == 1 and isinstance(x, Symbol) and x.op is RESHAPE and len(x.inputs) == 1:
+        return context.build(node, node.op, (x.inputs[0],), node.attrs), "reshape of reshape -> reshape"
     return None
 
 
@@ -419,9 +390,8 @@ def _reshape_of_reshape(node, context):
 def _transpose_of_transpose(node, context):
     # transpose(transpose(x, a), b) -> transpose(x, a[b])
     x = node.inputs[0]
-    if isinstance(x, Symbol) and _op(x, TRANSPOSE):
-        inner, outer = x.attrs["axes"], node.attrs["axes"]
-        axes = tuple(inner[a] for a in outer)
+    if isinstance(x, Symbol) and x.op is TRANSPOSE:
+        axes = tuple(x.attrs["axes"][a] for a in node.attrs["axes"])
         return context.build(node, node.op, (x.inputs[0],), {"axes": axes}), "transpose of transpose -> transpose"
     return None
 
@@ -476,7 +446,7 @@ def _stack_of_expanded(node, context):
     axis = node.attrs["axis"]
     parts = []
     for a in node.inputs:
-        if not (isinstance(a, Symbol) and _op(a, EXPAND_DIMS) and tuple(a.attrs["axis"]) == (axis,)
+        if not (isinstance(a, Symbol) and a.op is EXPAND_DIMS and tuple(a.attrs["axis"]) == (axis,)
                 and context.uses.get(a) == 1 and a not in context.outputs):
             return None
         parts.append(a.inputs[0])
@@ -498,14 +468,13 @@ def _uniform_constant(node, context):
         data = a._data if isinstance(a, Symbol) and a.kind == "constant" else a
         if not isinstance(data, np.ndarray) or data.ndim == 0:
             continue
-        others = [np.shape(b) if not isinstance(b, Symbol) else b._shape for j, b in enumerate(node.inputs) if j != k]
+        others = node.inputs[:k] + node.inputs[k + 1:]
         value = _scalar(a)
-        if value is None or broadcast_shapes(*others) != node._shape:
+        if value is None or broadcast_shapes(*map(_shape, others)) != node._shape:
             continue
-        if not any(isinstance(b, Symbol) for j, b in enumerate(node.inputs) if j != k):  # folding's case
+        if not any(isinstance(b, Symbol) for b in others):  # folding's case
             continue
-        scalar = np.asarray(value, dtype=data.dtype)[()]
-        inputs = node.inputs[:k] + (scalar,) + node.inputs[k + 1:]
+        inputs = node.inputs[:k] + (np.asarray(value, dtype=data.dtype)[()],) + node.inputs[k + 1:]
         return context.build(node, node.op, inputs, node.attrs), "uniform constant array -> scalar"
     return None
 
@@ -521,10 +490,6 @@ for _rule in SIMPLIFICATIONS:
         _RULES.setdefault(_matched, []).append(_rule)
 
 
-def simplify(program, report):
-    return _rewrite(program, report, "simplify", _simplify)
-
-
 # ---------------------------------------------------------------- flattening associative chains
 
 
@@ -533,27 +498,26 @@ def _chain_operands(x, base, node, context):
     of `node`'s shape and dtype (so that every step of the joined chain has that shape and dtype)."""
     if not isinstance(x, Symbol) or context.uses.get(x) != 1 or x in context.outputs or not _same_type(node, x):
         return None
-    if _op(x, base) or _NARY_OPS.get(x.op) is base:
-        return list(x.inputs)
-    return None
+    return list(x.inputs) if x.op is base or _NARY_OPS.get(x.op) is base else None
 
 
 def _flatten(node, context):
     # (a+b)+c -> add_n(a, b, c), evaluated left to right: the same roundings in the same order.
     # c+(a+b) is left alone: its value does not depend on the order, but when both operands are NaN
     # the NaN that comes out (its sign bit) does
-    base = _NARY_OPS.get(node.op) or (node.op if _op(node, ADD, MULTIPLY) else None)
+    base = _NARY_OPS.get(node.op) or (node.op if node.op in (ADD, MULTIPLY) else None)
     if base is None:
         return None
-    rest = list(node.inputs[1:])
     operands = _chain_operands(node.inputs[0], base, node, context)
-    if operands is None or len(operands) + len(rest) > MAX_OPERANDS:
+    if operands is None or len(operands) + len(node.inputs) - 1 > MAX_OPERANDS:
         return None
-    return context.build(node, NARY[base], operands + rest), f"flattened a chain of {base.name} into {base.name}_n"
+    operands += node.inputs[1:]
+    return context.build(node, NARY[base], operands), f"flattened a chain of {base.name} into {base.name}_n"
 
 
-def flatten_associative(program, report):
-    return _rewrite(program, report, "flatten", _flatten)
-
-
+# the passes, each `pass(program, report) -> how many nodes it rewrote`
+fold_constants = partial(_rewrite, "fold_constants", _fold)
+simplify = partial(_rewrite, "simplify", _simplify)
+eliminate_common_subexpressions = partial(_rewrite, "cse", _merge_repeated)
+flatten_associative = partial(_rewrite, "flatten", _flatten)
 PASSES = [remove_dead_nodes, fold_constants, simplify, eliminate_common_subexpressions, flatten_associative]

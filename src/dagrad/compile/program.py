@@ -8,7 +8,10 @@ memory plan can compare shapes exactly.
 
 from __future__ import annotations
 
+import itertools
 from heapq import heappop, heappush
+from operator import attrgetter
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -38,7 +41,7 @@ class Program:
         needed = dict.fromkeys(self.inputs)
         needed.update(walk(self.symbol_outputs()))
         # a stable sort: among nodes of one sequence number, the one made first comes first
-        order = sorted((n for n in nodes if n in needed), key=_seq)
+        order = sorted((n for n in nodes if n in needed), key=attrgetter("_seq"))
         if len(order) != len(needed) or not _topological(order):
             order = _kahn(needed)
         self.graph.nodes = order
@@ -54,10 +57,6 @@ class Program:
         for o in self.symbol_outputs():
             counts[o] += 1
         return counts
-
-
-def _seq(node):
-    return node._seq
 
 
 def _topological(order):
@@ -76,15 +75,14 @@ def _kahn(needed):
     waiting = {}
     consumers = {}
     heap = []
-    tiebreak = 0
+    tiebreak = itertools.count()  # nodes do not compare
     for node in needed:
         parents = dict.fromkeys(a for a in (node.inputs or ()) if isinstance(a, Symbol))
         waiting[node] = len(parents)
         for parent in parents:
             consumers.setdefault(parent, []).append(node)
         if not parents:
-            heappush(heap, (node._seq, tiebreak, node))
-            tiebreak += 1
+            heappush(heap, (node._seq, next(tiebreak), node))
     order = []
     while heap:
         node = heappop(heap)[2]
@@ -92,8 +90,7 @@ def _kahn(needed):
         for consumer in consumers.get(node, ()):
             waiting[consumer] -= 1
             if waiting[consumer] == 0:
-                heappush(heap, (consumer._seq, tiebreak, consumer))
-                tiebreak += 1
+                heappush(heap, (consumer._seq, next(tiebreak), consumer))
     return order
 
 
@@ -104,7 +101,6 @@ def from_graph(fetches, updates, feed_shapes):
     Returns (program, placeholders, variables): the program's inputs are the copies of
     those placeholders, then of those variables, in that order.
     """
-
     targets = list(fetches) + [value for _, value in updates if isinstance(value, Symbol)]
     graph = Graph()
     copies = {}
@@ -138,20 +134,9 @@ def _rebuild(graph, node, args):
     # an op that took unknown sizes from an extra "shape source" input (see ops/shape.py): once the
     # sizes are known the target shape is written into the attrs and that input is dropped
     if node.op.shape_source and len(args) > 1 and isinstance(args[-1], Symbol):
-        attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [_Sized(args[-1]._shape)])}
+        attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [SimpleNamespace(shape=args[-1]._shape)])}
         args = args[:-1]
-    shapes = [a._shape if isinstance(a, Symbol) else _shape_of(a) for a in args]
+    shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in args]
     # sizes that were unknown when the node was built may not fit
     shape = infer_shape(node.op, shapes, attrs, during="Session.run", built_at=node.where)
     return new_symbol(graph, "op", shape, node._dtype, node.op, tuple(args), attrs, node._requires_grad)
-
-
-class _Sized:
-    """Something with a shape (what `runtime_shape` reads from a shape source)."""
-
-    def __init__(self, shape):
-        self.shape = shape
-
-
-def _shape_of(value):
-    return np.shape(value)

@@ -6,37 +6,33 @@ from __future__ import annotations
 import inspect
 
 
-def parameter_names(f):
-    """(positional parameter names, the name of *args or None) of `f`'s signature."""
+def arguments(f, treedef):
+    """The positional and the keyword arguments of a call, two lists of (label, subtree): a label is
+    a parameter's name (`args1` for the second of *args) or a keyword."""
     try:
         parameters = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):
         parameters = []
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     variadic = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
-    return positional, variadic
-
-
-def _walk_leaves(f, treedef, join):
-    """One label per leaf of the arguments: `join(prefix, key, is_dict_key)` builds a child's label
-    from its parent's; a top-level argument's label is its parameter name (or key for **kwargs)."""
-    positional, variadic = parameter_names(f)
     _, (args_def, kwargs_def) = treedef
+    return ([(positional[k] if k < len(positional) else f"{variadic or 'arg'}{k}", sub)
+             for k, sub in enumerate(args_def[1])], list(kwargs_def[1]))
+
+
+def walk_leaves(roots, join):
+    """One label per leaf under `roots` [(label, subtree)], in the order of tree_flatten:
+    `join(label, key, is_dict_key)` builds a child's label from its parent's."""
     labels = []
-    stack = []
-    for k, sub in enumerate(args_def[1]):
-        stack.append((sub, positional[k] if k < len(positional) else f"{variadic or 'arg'}{k}"))
-    for key, sub in kwargs_def[1]:
-        stack.append((sub, key))
-    stack.reverse()
-    while stack:  # depth first, in the order of tree_flatten
-        sub, label = stack.pop()
+    stack = list(reversed(roots))
+    while stack:  # depth first
+        label, sub = stack.pop()
         if sub is None:
             labels.append(label)
             continue
         kind, defs = sub
-        items = [(item, join(label, key, True)) for key, item in defs] if kind is dict else \
-                [(item, join(label, k, False)) for k, item in enumerate(defs)]
+        items = [(join(label, key, True), item) for key, item in defs] if kind is dict else \
+                [(join(label, k, False), item) for k, item in enumerate(defs)]
         stack.extend(reversed(items))
     return labels
 
@@ -44,9 +40,12 @@ def _walk_leaves(f, treedef, join):
 def leaf_names(f, treedef, count):
     """Names for the placeholders after f's parameters: `x`, `params_w`, `batch_0`, ... (any text:
     the naming table of codegen makes identifiers of them)."""
-    return _walk_leaves(f, treedef, lambda prefix, key, _: f"{prefix}_{key}")[:count]
+    positional, keywords = arguments(f, treedef)
+    return walk_leaves(positional + keywords, lambda prefix, key, _: f"{prefix}_{key}")[:count]
 
 
 def leaf_paths(f, treedef):
     """How a user would write each leaf: `x`, `params['w']`, `batch[0]` (for messages)."""
-    return _walk_leaves(f, treedef, lambda prefix, key, is_key: f"{prefix}[{key!r}]" if is_key else f"{prefix}[{key}]")
+    positional, keywords = arguments(f, treedef)
+    return walk_leaves(positional + keywords,
+                       lambda prefix, key, is_key: f"{prefix}[{key!r}]" if is_key else f"{prefix}[{key}]")

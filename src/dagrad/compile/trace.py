@@ -129,18 +129,13 @@ class Compiled:
         graph.tracing = self.__name__
         graph.traced_for = caller_line()
         names = leaf_names(self.f, treedef, len(leaves))
-        traced = []
-        arrays = []
+        arrays = [k for k, leaf in enumerate(leaves) if _is_array(leaf)]
+        traced = list(leaves)  # the array leaves replaced by placeholders
         with graph:
-            for k, leaf in enumerate(leaves):
-                if _is_array(leaf):
-                    value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
-                    node = new_symbol(graph, "placeholder", value.shape, value.dtype,
-                                   requires_grad=value.dtype.kind == "f", name=names[k])
-                    traced.append(node)
-                    arrays.append(k)
-                else:
-                    traced.append(leaf)
+            for k in arrays:
+                value = leaves[k].numpy() if isinstance(leaves[k], Tensor) else np.asarray(leaves[k])
+                traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
+                                       requires_grad=value.dtype.kind == "f", name=names[k])
             args, kwargs = tree_unflatten(treedef, traced)
             out = self.f(*args, **kwargs)
         out_leaves, out_def = tree_flatten(out)

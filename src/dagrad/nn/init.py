@@ -1,8 +1,9 @@
 """`dg.nn.init`: in-place initialisers, as `torch.nn.init`.
 
-Each takes a Tensor (or Parameter, or NumPy array), fills it in place and returns it.
-Random ones take an optional `generator` (an `np.random.Generator`); without one they
-draw from this module's default generator, which `manual_seed(n)` resets, so
+Each fills a Tensor (or Parameter, or NumPy array) in place (for a Tensor, an in-place write that bumps its version
+counter) and returns it. Random ones take an optional `generator` (an `np.random.Generator`), else draw from this
+module's default generator, as the layers' initialisations and `Dropout` do; `manual_seed(n)` resets it. The
+kaiming initialisers leave a tensor with no elements as it is, with PyTorch's warning (so `Linear(0, 3)` works).
 
 >>> import dagrad as dg
 >>> dg.nn.init.manual_seed(0)
@@ -10,24 +11,18 @@ draw from this module's default generator, which `manual_seed(n)` resets, so
 >>> dg.nn.init.manual_seed(0)
 >>> bool((a == dg.nn.Linear(3, 2).weight.numpy()).all())
 True
-
-(the layers' default initialisations and `Dropout` draw from the same default generator).
-
-Filling a Tensor counts as an in-place write (its version counter is bumped, so a backward pass
-through a value saved before raises). The kaiming initialisers leave a tensor with no elements as
-it is, with PyTorch's warning, so that layers with a zero size (`Linear(0, 3)`) can be made, as in
-PyTorch.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 
 import numpy as np
 
 from .._core.errors import user_error
+from .._core.random import as_generator as _generator
+from .._core.random import default_generator, manual_seed
 from .._core.tensor import Tensor, mark_written
 
 __all__ = [
@@ -36,36 +31,8 @@ __all__ = [
 ]
 
 
-class _Default(threading.local):
-    generator = None
-
-
-_default = _Default()
-
-
-def manual_seed(seed):
-    """Reseeds the default generator (of this thread) used by initialisers and dropout."""
-    _default.generator = np.random.default_rng(seed)
-
-
-def default_generator():
-    """The default `np.random.Generator` (created unseeded on first use; see `manual_seed`)."""
-    if _default.generator is None:
-        _default.generator = np.random.default_rng()
-    return _default.generator
-
-
-def _generator(generator):
-    if generator is None:
-        return default_generator()
-    if isinstance(generator, (int, np.integer)):
-        return np.random.default_rng(generator)
-    return generator
-
-
 def _array(t, where="dg.nn.init"):
-    """The array to fill: a Tensor's own (an eager one: a traced or static-graph value has none) or a
-    writable floating-point NumPy array."""
+    """The array to fill: an eager Tensor's own (a traced or static-graph value has none) or a writable NumPy array."""
     if isinstance(t, Tensor):
         if t._level or t._symbolic:
             raise user_error(TypeError, where, "expected an eager Tensor or a NumPy array to fill, got a value traced "
@@ -96,25 +63,22 @@ def _empty(t):
     return True
 
 
+_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "sigmoid")  # gain 1
+_GAINS = {**dict.fromkeys(_LINEAR, 1.0), "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 3.0 / 4}
+
+
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for a nonlinearity, as `torch.nn.init.calculate_gain`.
 
     >>> calculate_gain("tanh"), calculate_gain("relu") ** 2
     (1.6666666666666667, 2.0000000000000004)
     """
-    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-              "conv_transpose3d", "sigmoid")
-    if nonlinearity in linear:
-        return 1.0
-    if nonlinearity == "tanh":
-        return 5.0 / 3
-    if nonlinearity == "relu":
-        return math.sqrt(2.0)
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else float(param)
         return math.sqrt(2.0 / (1 + slope ** 2))
-    if nonlinearity == "selu":
-        return 3.0 / 4
+    if isinstance(nonlinearity, str) and nonlinearity in _GAINS:
+        return _GAINS[nonlinearity]
     raise user_error(ValueError, "calculate_gain", f"unsupported nonlinearity {nonlinearity!r}")
 
 
@@ -134,8 +98,7 @@ def uniform_(t, a=0.0, b=1.0, generator=None):
     >>> uniform_(np.zeros(3), -1, 1, generator=np.random.default_rng(0)).round(3)
     array([ 0.274, -0.46 , -0.918])
     """
-    arr = _array(t)
-    return _fill(t, _generator(generator).uniform(a, b, arr.shape))
+    return _fill(t, _generator(generator).uniform(a, b, _array(t).shape))
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):
@@ -145,8 +108,7 @@ def normal_(t, mean=0.0, std=1.0, generator=None):
     >>> normal_(np.zeros(2), generator=np.random.default_rng(0)).round(3)
     array([ 0.126, -0.132])
     """
-    arr = _array(t)
-    return _fill(t, _generator(generator).normal(mean, std, arr.shape))
+    return _fill(t, _generator(generator).normal(mean, std, _array(t).shape))
 
 
 def constant_(t, value):
@@ -226,9 +188,7 @@ def kaiming_uniform_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generat
     True
     """
     bound = math.sqrt(3.0) * _kaiming_std(t, a, mode, nonlinearity)
-    if _empty(t):
-        return t
-    return uniform_(t, -bound, bound, generator)
+    return t if _empty(t) else uniform_(t, -bound, bound, generator)
 
 
 def kaiming_normal_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -240,6 +200,4 @@ def kaiming_normal_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generato
     1.0
     """
     std = _kaiming_std(t, a, mode, nonlinearity)
-    if _empty(t):
-        return t
-    return normal_(t, 0.0, std, generator)
+    return t if _empty(t) else normal_(t, 0.0, std, generator)

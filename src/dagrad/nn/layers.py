@@ -1,8 +1,7 @@
-"""The layers of `dg.nn`, with PyTorch's default initialisations.
+"""The layers of `dg.nn`, with PyTorch's default initialisations (float64 parameters unless given `dtype=`).
 
-Layers hold float64 parameters unless given `dtype=`. Each checks its options when it is made
-(sizes, kernels, strides, probabilities: a ValueError or TypeError naming the layer), and its
-input's shape when called, naming itself, the expected and the actual shape at the user's line.
+Each checks its options when it is made (a ValueError or TypeError naming the layer), and its input's shape when
+called, naming itself, the expected and the actual shape at the user's line.
 """
 
 from __future__ import annotations
@@ -24,27 +23,23 @@ __all__ = [
 ]
 
 
-def _shape(x):
-    return tuple(getattr(x, "shape", np.shape(x)))
-
-
 def _empty(shape, dtype):
     return Parameter(np.zeros(shape, dtype=dtype or np.float64))
 
 
+def _affine(shape, dtype, affine):
+    """(weight, bias) of a normalisation layer: ones and zeros, or (None, None) without `affine`."""
+    if not affine:
+        return None, None
+    return Parameter(np.ones(shape, dtype or np.float64)), Parameter(np.zeros(shape, dtype or np.float64))
+
+
 def _size(value, name, layer, minimum=0):
-    """A size option as an int of at least `minimum`: a float (2.5 would be truncated), a bool or a
-    smaller value is refused, naming the layer."""
+    """A size option as an int of at least `minimum` (a float, a bool or a smaller value is refused)."""
     value = F._int(value, name, layer)
     if value < minimum:
         raise user_error(ValueError, layer, f"{name} must be {'non-negative' if minimum == 0 else 'positive'}, got "
                          f"{value}")
-    return value
-
-
-def _positive_number(value, name, layer):
-    if not F._is_real(value) or not value > 0:
-        raise user_error(ValueError, layer, f"{name} must be a positive number, got {value!r}")
     return value
 
 
@@ -58,9 +53,6 @@ class Linear(Module):
     Linear(in_features=3, out_features=2, bias=True)
     >>> layer(dg.tensor([[1.0, 2.0, 3.0]])).shape
     (1, 2)
-    >>> layer(dg.tensor([[1.0, 2.0]]))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ValueError: Linear(in_features=3, out_features=2, bias=True): expected input of shape (..., 3), got (1, 2) ...
     """
 
     def __init__(self, in_features, out_features, bias=True, dtype=None, generator=None):
@@ -78,7 +70,7 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound, generator)
 
     def forward(self, x):
-        xs = _shape(x)
+        xs = F._shape(x)
         if not xs or xs[-1] != self.in_features:
             raise F.shape_error(repr(self), f"(..., {self.in_features})", xs, x)
         return _linear_op(x, self.weight, self.bias)  # F.linear less its shape check, made above
@@ -128,7 +120,7 @@ class Conv2d(Module):
             init.uniform_(self.bias, -bound, bound, generator)
 
     def forward(self, x):
-        xs = _shape(x)
+        xs = F._shape(x)
         if len(xs) != 4 or xs[1] != self.in_channels:
             raise F.shape_error(repr(self), f"(N, {self.in_channels}, H, W)", xs, x)
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -161,7 +153,7 @@ class MaxPool2d(Module):
         self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x):
-        xs = _shape(x)
+        xs = F._shape(x)
         if len(xs) != 4:
             raise F.shape_error(repr(self), "(N, C, H, W)", xs, x)
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -180,8 +172,6 @@ class Dropout(Module):
     >>> drop = dg.nn.Dropout(0.5, generator=np.random.default_rng(0))
     >>> drop(dg.tensor(np.ones(4)))
     tensor([2., 0., 0., 0.])
-    >>> drop.eval()(dg.tensor(np.ones(4)))
-    tensor([1., 1., 1., 1.])
     """
 
     def __init__(self, p=0.5, generator=None):
@@ -211,16 +201,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(_size(n, "normalized_shape", "LayerNorm") for n in normalized_shape)
         if not self.normalized_shape:
             raise user_error(ValueError, "LayerNorm", "normalized_shape must have at least one dimension")
-        self.eps = _positive_number(eps, "eps", "LayerNorm")
+        self.eps = F._positive_number(eps, "eps", "LayerNorm")
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_shape, dtype or np.float64))
-            self.bias = Parameter(np.zeros(self.normalized_shape, dtype or np.float64))
-        else:
-            self.weight = self.bias = None
+        self.weight, self.bias = _affine(self.normalized_shape, dtype, elementwise_affine)
 
     def forward(self, x):
-        xs = _shape(x)
+        xs = F._shape(x)
         k = len(self.normalized_shape)
         if len(xs) < k or tuple(xs[len(xs) - k:]) != self.normalized_shape:
             raise F.shape_error(repr(self), "(*, " + ", ".join(map(str, self.normalized_shape)) + ")", xs, x)
@@ -231,9 +217,8 @@ class LayerNorm(Module):
 
 
 class BatchNorm1d(Module):
-    """Batch normalisation of (N, C) or (N, C, L) inputs, as PyTorch's: batch statistics and a
-    running-average update (momentum 0.1, unbiased variance) in training, running statistics in
-    eval. Buffers: running_mean (zeros), running_var (ones), num_batches_tracked.
+    """Batch normalisation of (N, C) or (N, C, L) inputs, as PyTorch's: batch statistics and a running-average
+    update (momentum 0.1, unbiased variance) in training, running statistics in eval.
 
     >>> import dagrad as dg, numpy as np
     >>> bn = dg.nn.BatchNorm1d(2)
@@ -245,35 +230,25 @@ class BatchNorm1d(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
         super().__init__()
         self.num_features = _size(num_features, "num_features", "BatchNorm1d", minimum=1)
-        self.eps = _positive_number(eps, "eps", "BatchNorm1d")
+        self.eps = F._positive_number(eps, "eps", "BatchNorm1d")
         self.momentum = None if momentum is None else F._probability(momentum, "momentum", "BatchNorm1d")
         self.affine, self.track_running_stats = affine, track_running_stats
-        dt = dtype or np.float64
-        if affine:
-            self.weight = Parameter(np.ones(self.num_features, dt))
-            self.bias = Parameter(np.zeros(self.num_features, dt))
-        else:
-            self.weight = self.bias = None
-        if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(self.num_features, dt)))
-            self.register_buffer("running_var", Tensor(np.ones(self.num_features, dt)))
-            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        self.weight, self.bias = _affine(self.num_features, dtype, affine)
+        n, dt = self.num_features, dtype or np.float64
+        for name, value in (("running_mean", np.zeros(n, dt)), ("running_var", np.ones(n, dt)),
+                            ("num_batches_tracked", np.array(0, np.int64))):
+            self.register_buffer(name, Tensor(value) if track_running_stats else None)
 
     def forward(self, x):
-        xs = _shape(x)
+        xs = F._shape(x)
         if len(xs) not in (2, 3) or xs[1] != self.num_features:
             raise F.shape_error(repr(self), f"(N, {self.num_features}) or (N, {self.num_features}, L)", xs, x)
         if not (self.training and self.track_running_stats):
             return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                                 not self.track_running_stats, 0.0, self.eps)
         count = self.num_batches_tracked
-        momentum = self.momentum
-        if momentum is None:  # a cumulative average of the batches, as PyTorch's momentum=None
-            momentum = 1.0 / (int(count._value) + 1)
+        # momentum=None: a cumulative average of the batches, as PyTorch's
+        momentum = 1.0 / (int(count._value) + 1) if self.momentum is None else self.momentum
         # F.batch_norm checks everything before it updates the running statistics, and the count
         # follows only once it has succeeded (an empty batch counts, as in PyTorch)
         out = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, True, momentum, self.eps)
@@ -344,9 +319,7 @@ class Sequential(Module):
 
     def __getitem__(self, k):
         items = list(self._modules.values())
-        if isinstance(k, slice):
-            return Sequential(*items[k])
-        return items[k]
+        return Sequential(*items[k]) if isinstance(k, slice) else items[k]
 
     def forward(self, x):
         for m in self._modules.values():

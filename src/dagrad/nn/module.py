@@ -1,8 +1,7 @@
 """`Module` and `Parameter`: the containers of `dg.nn`, as in PyTorch.
 
-A Module registers, by attribute assignment, its Parameters, its sub-Modules and its
-buffers (`register_buffer`: state that is saved but not trained, such as BatchNorm's
-running statistics). Module trees are walked with an explicit stack, in registration order.
+A Module registers, by attribute assignment, its Parameters, its sub-Modules and its buffers (`register_buffer`:
+state that is saved but not trained, such as BatchNorm's running statistics), walked in registration order.
 """
 
 from __future__ import annotations
@@ -17,10 +16,12 @@ from .._core.tensor import Tensor, _as_array, _check_differentiable_dtype, mark_
 
 __all__ = ["Module", "Parameter", "StateDictError"]
 
+_STATE = ("_parameters", "_buffers")  # the tables state_dict saves, in this order
+
 
 class StateDictError(RuntimeError, ValueError):
-    """`load_state_dict` was given keys, shapes or values that do not fit the model: a RuntimeError,
-    as PyTorch's, and a ValueError, as any other bad value dagrad refuses."""
+    """`load_state_dict` was given keys, shapes or values that do not fit the model: a RuntimeError, as PyTorch's,
+    and a ValueError, as any other bad value dagrad refuses."""
 
 
 class Parameter(Tensor):
@@ -49,8 +50,8 @@ class Parameter(Tensor):
 
 
 class Module:
-    """Base class of layers and models: subclass it, assign parameters and layers in
-    `__init__`, and write `forward`. Calling the module calls `forward`.
+    """Base class of layers and models: subclass it, assign parameters and layers in `__init__`, and write
+    `forward`. Calling the module calls `forward`.
 
     >>> import dagrad as dg
     >>> class TwoLayer(dg.nn.Module):
@@ -76,8 +77,7 @@ class Module:
     # -- registration
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
-            raise user_error(AttributeError, type(self).__name__, "call super().__init__() before assigning "
-                             "attributes")
+            raise user_error(AttributeError, type(self).__name__, "call super().__init__() before assigning attributes")
         params, modules, buffers = self._parameters, self._modules, self._buffers
         # Registered values live in their table and, as a mirror, in the instance dict, so that
         # reading `self.weight` in forward is a plain attribute lookup (__getattr__ costs a failed
@@ -138,9 +138,6 @@ class Module:
         self._buffers[name] = value
         object.__setattr__(self, name, value)
 
-    def __setstate__(self, state):  # pragma: no cover - modules are not pickled by dagrad
-        self.__dict__.update(state)
-
     # -- walking the tree (iteratively, in registration order)
     def named_modules(self, prefix=""):
         """(dotted name, module) for this module and every descendant, each once, depth first."""
@@ -157,8 +154,7 @@ class Module:
 
     def modules(self):
         """This module and every descendant, each once."""
-        for _, m in self.named_modules():
-            yield m
+        return (m for _, m in self.named_modules())
 
     def named_children(self):
         """(name, module) for the direct sub-modules."""
@@ -170,8 +166,7 @@ class Module:
 
     def children(self):
         """The direct sub-modules."""
-        for _, m in self.named_children():
-            yield m
+        return (m for _, m in self.named_children())
 
     def named_parameters(self, prefix="", recurse=True):
         """(dotted name, Parameter) in registration order, each Parameter once.
@@ -181,30 +176,29 @@ class Module:
         [('weight', (3, 2)), ('bias', (3,))]
         """
         seen = set()
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
-        for mname, module in modules:
-            for name, p in module._parameters.items():
-                if p is None or id(p) in seen:
-                    continue
+        for name, p in self._named_tensors(("_parameters",), prefix, recurse):
+            if id(p) not in seen:
                 seen.add(id(p))
-                yield (f"{mname}.{name}" if mname else name), p
+                yield name, p
 
     def parameters(self, recurse=True):
         """The Parameters in registration order (what an optimiser takes)."""
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix="", recurse=True):
         """(dotted name, buffer Tensor)."""
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
-        for mname, module in modules:
-            for name, b in module._buffers.items():
-                if b is not None:
-                    yield (f"{mname}.{name}" if mname else name), b
+        return self._named_tensors(("_buffers",), prefix, recurse)
 
     def buffers(self, recurse=True):
-        for _, b in self.named_buffers(recurse=recurse):
-            yield b
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def _named_tensors(self, tables, prefix="", recurse=True):
+        """(dotted name, Tensor) for each entry of `tables` that is not None, module by module."""
+        for mname, module in (self.named_modules(prefix) if recurse else [(prefix, self)]):
+            for table in tables:
+                for name, t in getattr(module, table).items():
+                    if t is not None:
+                        yield (f"{mname}.{name}" if mname else name), t
 
     # -- training helpers
     def zero_grad(self, set_to_none=True):
@@ -266,31 +260,13 @@ class Module:
         >>> {k: v.shape for k, v in sd.items()}
         {'weight': (1, 2), 'bias': (1,)}
         """
-        out = OrderedDict()
-        for mname, module in self.named_modules():
-            for table in (module._parameters, module._buffers):
-                for name, t in table.items():
-                    if t is not None:
-                        out[f"{mname}.{name}" if mname else name] = np.array(t.numpy(), copy=True)
-        return out
-
-    def _state_entries(self):
-        entries = OrderedDict()
-        for mname, module in self.named_modules():
-            for kind, table in (("parameter", module._parameters), ("buffer", module._buffers)):
-                for name, t in table.items():
-                    if t is not None:
-                        entries[f"{mname}.{name}" if mname else name] = (module, kind, name, t)
-        return entries
+        return OrderedDict((k, np.array(t.numpy(), copy=True)) for k, t in self._named_tensors(_STATE))
 
     def load_state_dict(self, state_dict, strict=True):
-        """Copies values from `state_dict` into the parameters and buffers (in place; their version
-        counters count the write, so a backward pass through values saved before raises).
-
-        Everything is checked first, so on an error (missing or unexpected keys with
-        `strict=True`, a shape mismatch, a non-numeric value) the model is unchanged; the error is a
-        `StateDictError` (a RuntimeError, as PyTorch's, and a ValueError).
-        Returns `(missing_keys, unexpected_keys)`.
+        """Copies values from `state_dict` into the parameters and buffers in place (their version counters count
+        the write) and returns `(missing_keys, unexpected_keys)`. Everything is checked first: on an error (missing
+        or unexpected keys with `strict=True`, a shape mismatch, a non-numeric value) the model is unchanged, and the
+        error is a `StateDictError` (a RuntimeError, as PyTorch's, and a ValueError).
 
         >>> import dagrad as dg
         >>> a, b = dg.nn.Linear(2, 2), dg.nn.Linear(2, 2)
@@ -299,11 +275,10 @@ class Module:
         >>> bool((a.weight.numpy() == b.weight.numpy()).all())
         True
         """
+        where = f"{type(self).__name__}.load_state_dict"
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
-            raise user_error(TypeError, f"{type(self).__name__}.load_state_dict", f"expected a dict of names to "
-                             f"arrays, got {type(state_dict).__name__}")
-        entries = self._state_entries()
-        name = type(self).__name__
+            raise user_error(TypeError, where, f"expected a dict of names to arrays, got {type(state_dict).__name__}")
+        entries = OrderedDict(self._named_tensors(_STATE))
         missing = [k for k in entries if k not in state_dict]
         unexpected = [k for k in state_dict if k not in entries]
         problems = []
@@ -312,7 +287,7 @@ class Module:
         if strict and unexpected:
             problems.append(f"unexpected keys: {', '.join(map(str, unexpected))}")
         arrays = {}
-        for key, (_, _, _, t) in entries.items():
+        for key, t in entries.items():
             if key not in state_dict:
                 continue
             value = state_dict[key]
@@ -330,9 +305,9 @@ class Module:
             else:
                 arrays[key] = arr
         if problems:
-            raise user_error(StateDictError, f"{name}.load_state_dict", "; ".join(problems) + " (nothing was loaded)")
+            raise user_error(StateDictError, where, "; ".join(problems) + " (nothing was loaded)")
         for key, arr in arrays.items():
-            t = entries[key][3]
+            t = entries[key]
             t._value[...] = arr.astype(t.dtype, copy=False)
             mark_written(t)
         return missing, unexpected
@@ -343,10 +318,7 @@ class Module:
         return ""
 
     def __repr__(self):
-        lines = []
-        for name, m in self._modules.items():
-            child = repr(m).split("\n")
-            lines.append(f"({name}): " + "\n  ".join(child))
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
         extra = self.extra_repr()
         if not lines:
             return f"{type(self).__name__}({extra})"

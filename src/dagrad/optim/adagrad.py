@@ -32,9 +32,8 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
                  *, maximize=False):
-        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)
-        super().__init__(params, defaults)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize))
 
     _nonnegative = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
 

@@ -35,9 +35,8 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
                  maximize=False, decoupled_weight_decay=False):
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
-        super().__init__(params, defaults)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize, decoupled_weight_decay=decoupled_weight_decay))
 
     _nonnegative = ("lr", "eps", "weight_decay")
     _flags = ("amsgrad", "maximize", "decoupled_weight_decay")
@@ -75,16 +74,13 @@ class Adam(Optimizer):
                 g = g + weight_decay * p
         exp_avg = _lerp(state["exp_avg"], g, 1 - beta1)
         exp_avg_sq = state["exp_avg_sq"] * beta2 + (1 - beta2) * g * g
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = _scalar(bias_correction2**0.5, dtype)
+        step_size = lr / (1 - beta1**step)
+        bias_correction2_sqrt = _scalar((1 - beta2**step) ** 0.5, dtype)
         new_state = {"step": step, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+        v = exp_avg_sq
         if group["amsgrad"]:
-            max_exp_avg_sq = new_state["max_exp_avg_sq"] = dnp.maximum(state["max_exp_avg_sq"], exp_avg_sq)
-            denom = dnp.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps
-        else:
-            denom = dnp.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
+            v = new_state["max_exp_avg_sq"] = dnp.maximum(state["max_exp_avg_sq"], exp_avg_sq)
+        denom = dnp.sqrt(v) / bias_correction2_sqrt + eps
         return p + _scalar(-step_size, dtype) * (exp_avg / denom), new_state
 
 

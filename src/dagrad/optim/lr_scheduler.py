@@ -27,9 +27,8 @@ def _is_int(value):
 class LRScheduler:
     """Base class: sets each param group's "lr" on every `step()` (call it after `optimizer.step()`).
 
-    As in PyTorch, creating a scheduler records each group's "initial_lr" and performs the
-    epoch-0 step; `last_epoch` counts the steps. In a static graph the new rate reaches the
-    graph's learning-rate Variable, so `minimize`'s training step uses it from the next run.
+    As in PyTorch, creating one records each group's "initial_lr" and performs the epoch-0 step. In a
+    static graph the new rate reaches the graph's learning-rate Variable for the next run.
 
     >>> import dagrad as dg
     >>> w = dg.tensor([1.0], requires_grad=True)
@@ -44,20 +43,17 @@ class LRScheduler:
             raise user_error(TypeError, op, f"{type(optimizer).__name__} is not a dg.optim Optimizer")
         if not _is_int(last_epoch) or last_epoch < -1:
             raise user_error(ValueError, op, f"last_epoch must be an int >= -1, got {last_epoch!r}")
-        if last_epoch != -1:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise user_error(KeyError, op, f"param 'initial_lr' is not specified in param_groups[{i}] when "
-                                     "resuming a scheduler with last_epoch >= 0 (load the optimizer's state dict "
-                                     "first)")
+        for i, group in enumerate(optimizer.param_groups):
+            if last_epoch != -1 and "initial_lr" not in group:
+                raise user_error(KeyError, op, f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                                 "resuming a scheduler with last_epoch >= 0 (load the optimizer's state dict first)")
         # checked: from here on nothing raises
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
-        last_epoch = int(last_epoch)
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
+        self.last_epoch = int(last_epoch)
         self._step_count = 0
         self._initial = True
         self.step()
@@ -75,8 +71,7 @@ class LRScheduler:
         """Advances one epoch and sets each group's "lr"."""
         self._step_count += 1
         self.last_epoch += 1
-        values = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
@@ -93,8 +88,8 @@ class LRScheduler:
                 for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict):
-        """Restores a `state_dict()` (as `dg.load` gives it back too). Every entry is checked against
-        the scheduler's own (a number for a number, a list as long for a list) before any is set.
+        """Restores a `state_dict()` (also as `dg.load` gives it back), every entry checked against the
+        scheduler's own (a number for a number, a list as long for a list) before any is set.
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0], requires_grad=True)
@@ -164,10 +159,8 @@ class StepLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    """Cosine annealing from each group's initial rate to `eta_min` over `T_max` epochs
-    (PyTorch's CosineAnnealingLR, its recursive form, so rates set by hand are followed).
-
-    Its closed form: eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2.
+    """Cosine annealing from each group's initial rate to `eta_min` over `T_max` epochs (PyTorch's
+    recursive form, so rates set by hand are followed): eta_min + (base_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2.
 
     >>> import dagrad as dg
     >>> w = dg.tensor([1.0], requires_grad=True)

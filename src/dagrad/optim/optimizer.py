@@ -1,18 +1,10 @@
-"""`Optimizer`: the base class of dagrad's optimisers (PyTorch's semantics and formulas).
+"""`Optimizer`: the base class of dagrad's optimisers (PyTorch's semantics and formulas; docs/optim.md).
 
-An optimiser holds `param_groups` (a list of dicts: "params" and that group's options,
-the constructor's defaults filled in) and per-parameter `state`. It works in two modes:
-
-- **eager**: the parameters are leaf Tensors that require a gradient; `step()` reads each
-  parameter's `.grad` and updates its NumPy array in place (the same array object);
-- **static**: the parameters are `dg.Variable`s of a static graph; `minimize(loss)` builds
-  the gradients and the update expressions into the graph (the optimiser's state becomes
-  non-trainable Variables there) and returns one `dg.group` node: running it is one step.
-
-Each optimiser writes its update once, as a function of the parameter, its gradient and
-its state, with NumPy-style operators; eager mode runs it on NumPy arrays and static mode
-on graph nodes, so both perform the same arithmetic in the same order as PyTorch 2.13's
-single-tensor implementations (`torch/optim/*.py`).
+Eager mode: the parameters are leaf Tensors and `step()` updates each one's NumPy array in place
+from its `.grad`. Static mode: the parameters are `dg.Variable`s and `minimize(loss)` builds the
+gradients and updates into the graph (the state becomes non-trainable Variables), returning one
+`dg.group` node: one run is one step. Each optimiser writes its update once with NumPy-style
+operators, so both modes do the arithmetic of PyTorch 2.13's single-tensor code in the same order.
 """
 
 from __future__ import annotations
@@ -54,9 +46,8 @@ class _ParamGroup(dict):
 
 
 def _scalar(x, dtype):
-    """A scalar of the update formulas in the parameter's dtype: a Python number as it is (NumPy
-    casts it to the array's dtype, as torch does); a node of a static graph cast, since a float64
-    scalar node would promote a float32 parameter's update to float64."""
+    """A scalar of an update in the parameter's dtype: a Python number as is (NumPy casts it, as torch
+    does); a graph node cast, since a float64 scalar node would promote a float32 update to float64."""
     if isinstance(x, Symbol) and x.dtype != dtype:
         return dnp.astype(x, dtype)
     return x
@@ -75,22 +66,15 @@ def _is_variable(p):
 
 def _plain(value):
     """A state entry as a NumPy array or a Python number (a Variable's current value, copied)."""
-    if _is_variable(value):
-        value = value.value
-    if isinstance(value, np.ndarray):
-        return np.array(value, copy=True)
-    return value
+    value = value.value if _is_variable(value) else value
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
 
 def _as_number(value):
     """A group option or state number loaded from a state dict (maybe a 0-d array after dg.load)."""
     if isinstance(value, np.ndarray):
-        if value.ndim == 0:
-            return value.item()
-        return tuple(value.tolist())
-    if isinstance(value, list):
-        return tuple(value)
-    return value
+        return value.item() if value.ndim == 0 else tuple(value.tolist())
+    return tuple(value) if isinstance(value, list) else value
 
 
 _LABELS = {"lr": "learning rate", "eps": "epsilon"}
@@ -120,14 +104,8 @@ def _flag(op, key, value):
 class Optimizer:
     """Base class: param groups, per-parameter state, `zero_grad`, `step`, `minimize`, state dicts.
 
-    Subclasses define `defaults` (through `__init__`), the options' ranges (`_nonnegative`: numbers
-    >= 0, `_numbers`: any finite number, `_flags`: booleans; `_validate` for the rest),
-    `_init_state(value, group)` (the state of a new parameter, NumPy arrays and numbers) and
-    `_update(p, g, state, group)`, which returns the parameter's new value and its new state: one
-    formula for both modes, on NumPy arrays eagerly and on nodes in a static graph (dagrad's
-    functions are NumPy's own on arrays).
-
-    Every error caused by an option, a parameter or a gradient names the optimiser, the value
+    Subclasses give `defaults`, the options' ranges (`_nonnegative`, `_numbers`, `_flags`, `_validate`),
+    `_init_state` and `_update`: one formula for both modes. Every error names the optimiser, the value
     and the user's line, and leaves the optimiser and its parameters as they were.
 
     >>> import dagrad as dg
@@ -185,20 +163,15 @@ class Optimizer:
         params = [params] if isinstance(params, Tensor) else list(params)
         for p in params:
             self._check_param(p, op)
-        group = _ParamGroup()
-        for key, value in param_group.items():
-            if key != "params":
-                dict.__setitem__(group, key, value)
+        group = _ParamGroup({key: value for key, value in param_group.items() if key != "params"})
         for key, value in self.defaults.items():
             group.setdefault(key, value)
         self._check_options(group, op)
-        seen = {id(p) for g in self.param_groups for p in g["params"]}
         ids = [id(p) for p in params]
-        if len(set(ids)) != len(ids) or seen & set(ids):
+        if len(set(ids)) != len(ids) or {id(p) for p in self._params()} & set(ids):
             raise user_error(ValueError, op, "some parameters appear more than once (in one group or in several "
                              "groups)")
-        modes = {_is_variable(p) for g in self.param_groups for p in g["params"]} | {_is_variable(p) for p in params}
-        if len(modes) > 1:
+        if len({_is_variable(p) for p in self._params() + params}) > 1:
             raise user_error(TypeError, op, "an optimizer's parameters must be all eager Tensors or all "
                              "static-graph Variables")
         group["params"] = params
@@ -225,12 +198,9 @@ class Optimizer:
 
     def _check_options(self, group, op):
         """Checks a group's options (PyTorch's ranges; finite numbers, booleans), naming `op`."""
-        for key in self._nonnegative:
-            _nonnegative(op, key, group[key])
-        for key in self._numbers:
-            _real(op, key, group[key])
-        for key in self._flags:
-            _flag(op, key, group[key])
+        for keys, check in ((self._nonnegative, _nonnegative), (self._numbers, _real), (self._flags, _flag)):
+            for key in keys:
+                check(op, key, group[key])
         self._validate(group, op)
 
     def _validate(self, group, op):
@@ -239,9 +209,13 @@ class Optimizer:
     def _on_new_param(self, p, group):
         """Called once per parameter added (Adagrad creates its state here, as PyTorch does)."""
 
+    def _static_extra_state(self, value, group, loaded):
+        """Extra state a static step needs beyond PyTorch's (SGD: a step count)."""
+        return {}
+
     @property
     def _static(self):
-        for g in self.param_groups:  # the parameters are all of one kind (add_param_group checks): the first tells
+        for g in self.param_groups:  # all parameters are of one kind (add_param_group checks): the first tells
             if g["params"]:
                 return _is_variable(g["params"][0])
         return False
@@ -260,7 +234,6 @@ class Optimizer:
 
     def _fast_update(self, group):
         """An in-place eager update `f(value, g)` for a group whose parameters need no state, or None."""
-        return None
 
     def _optional_state(self, group):
         """State keys that may be missing (SGD's momentum buffer before the first step)."""
@@ -283,13 +256,10 @@ class Optimizer:
                 p.zero_grad(set_to_none)
 
     def step(self, closure=None):
-        """One update of every parameter that has a gradient, in place (eager mode).
+        """One in-place update of every parameter that has a gradient (eager mode); returns `closure()`'s loss.
 
-        `closure`, if given, re-evaluates the loss (calling backward) and its result is returned.
-        All or nothing: every parameter's `.grad` is checked (None, or a Tensor of the parameter's
-        shape and dtype) before any parameter or state changes; a bad one raises naming the
-        parameter's index and leaves every parameter, state and step count as it was. Each update
-        writes the parameter's own array and bumps its version counter, as PyTorch's step does.
+        All or nothing: every `.grad` is checked (None, or a Tensor of the parameter's shape and dtype)
+        before anything changes. Each update writes the parameter's own array and bumps its version.
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
@@ -371,9 +341,8 @@ class Optimizer:
     def minimize(self, loss):
         """One training step as a node of the parameters' static graph (`dg.group` of `assign`s).
 
-        It builds `dg.gradients(loss, params)` and the update expressions; the optimiser's state
-        (moments, momentum buffers, step counts, and each group's learning rate) becomes
-        non-trainable Variables of the graph. Running the node with `Session.run` is one step.
+        The optimiser's state and each group's learning rate become non-trainable Variables of the
+        graph. Running the node with `Session.run` is one step.
 
         >>> import dagrad as dg, numpy as np
         >>> with dg.Graph() as g:
@@ -416,8 +385,7 @@ class Optimizer:
                         state = self._state_variables(p, group_)
                         new_value, new_state = self._update(p, grads[id(p)], dict(state), options)
                         updates.append(p.assign(new_value))
-                        for key, new in new_state.items():
-                            updates.append(state[key].assign(new))
+                        updates.extend(state[key].assign(new) for key, new in new_state.items())
                 return group_updates(*updates, name=f"{name.lower()}_step")
         except BaseException:
             self.state.clear()
@@ -436,12 +404,9 @@ class Optimizer:
     def _state_variables(self, p, group):
         """The parameter's state as Variables of its graph (created, from any loaded values, once)."""
         state = self.state.get(p)
-        if state is not None and all(_is_variable(v) for v in state.values()) and state:
+        if state and all(_is_variable(v) for v in state.values()):
             return state
-        initial = self._init_state(p.value, group)
-        initial.update(self._static_extra_state(p.value, group, state))
-        if state:
-            initial.update({k: v for k, v in state.items() if k in initial})
+        initial = self._static_values(p.value, group, state)
         prefix = p.name or "param"
         variables = {}
         for key, value in initial.items():
@@ -451,16 +416,19 @@ class Optimizer:
         self.state[p] = variables
         return variables
 
-    def _static_extra_state(self, value, group, loaded):
-        """Extra state a static step needs beyond PyTorch's (SGD: a step count)."""
-        return {}
+    def _static_values(self, value, group, loaded):
+        """A parameter's static state: its initial values, with those of `loaded` it still has in place."""
+        values = self._init_state(value, group)
+        values.update(self._static_extra_state(value, group, loaded))
+        values.update({k: v for k, v in (loaded or {}).items() if k in values})
+        return values
 
     # -- state dicts
     def state_dict(self):
-        """The optimiser's state, structured as PyTorch's: {"state": {index: {...}}, "param_groups": [...]}.
+        """The optimiser's state as PyTorch structures it: {"state": {index: {...}}, "param_groups": [...]}.
 
-        Parameters are numbered in the order of the groups; the values are NumPy arrays and
-        Python numbers (so `dg.save` can store it), copies of the optimiser's own.
+        Parameters are numbered in the order of the groups; the values are copies, NumPy arrays and
+        Python numbers (so `dg.save` can store it).
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0, 2.0], requires_grad=True)
@@ -472,40 +440,28 @@ class Optimizer:
         >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
         ([0], 0.1)
         """
-        index = {}
-        groups = []
+        index = {id(p): i for i, p in enumerate(self._params())}
+        groups, state = [], {}
         for group in self.param_groups:
-            packed = {k: v for k, v in group.items() if k != "params"}
-            for p in group["params"]:
-                index.setdefault(id(p), len(index))
-            packed["params"] = [index[id(p)] for p in group["params"]]
-            groups.append(packed)
-        state = {}
-        for group in self.param_groups:
+            groups.append({k: v for k, v in group.items() if k != "params"})
+            groups[-1]["params"] = [index[id(p)] for p in group["params"]]
             for p in group["params"]:
                 entry = self.state.get(p)
-                if entry:
-                    plain = self._export_state({k: _plain(v) for k, v in entry.items()}, group)
-                    if plain:
-                        state[index[id(p)]] = plain
+                plain = entry and self._export_state({k: _plain(v) for k, v in entry.items()}, group)
+                if plain:
+                    state[index[id(p)]] = plain
         return {"state": state, "param_groups": groups}
 
     def _export_state(self, entry, group):
-        """A parameter's state as the state dict shows it (numbers as Python floats)."""
-        out = {}
-        for key, value in entry.items():
-            if key.startswith("_"):
-                continue
-            if key == "step":
-                value = float(np.asarray(value))
-            out[key] = value
-        return out
+        """A parameter's state as the state dict shows it (the step as a Python float)."""
+        return {key: float(np.asarray(value)) if key == "step" else value
+                for key, value in entry.items() if not key.startswith("_")}
 
     def load_state_dict(self, state_dict):
         """Loads a `state_dict()` (of an optimiser of the same kind over parameters of the same shapes).
 
-        Everything is checked before anything changes: a mismatched state dict raises and leaves
-        the optimiser as it was. Group options come from the state dict; the parameters stay.
+        Everything is checked first: a mismatched state dict raises and changes nothing. Group
+        options come from the state dict; the parameters stay.
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0, 2.0], requires_grad=True)
@@ -543,7 +499,7 @@ class Optimizer:
             ids = np.asarray(ids).reshape(-1)
             if ids.dtype.kind not in "iu" and ids.size:
                 raise bad(f"parameter group {i} has 'params' of dtype {ids.dtype}, not parameter indices")
-            ids = [int(k) for k in ids.tolist()]
+            ids = ids.tolist()
             if len(ids) != len(group["params"]):
                 raise bad(f"parameter group {i} has {len(ids)} parameter(s) in the state dict and "
                           f"{len(group['params'])} in this optimizer")
@@ -551,13 +507,11 @@ class Optimizer:
             if missing:
                 raise bad(f"parameter group {i} lacks option(s) {missing}; is it the state dict of another kind of "
                           "optimizer?")
-            new = _ParamGroup()
-            for key, value in saved.items():
-                if key != "params":
-                    dict.__setitem__(new, key, _as_number(value))
+            new = _ParamGroup({key: _as_number(value) for key, value in saved.items() if key != "params"})
             self._check_options(new, op)
             dict.__setitem__(new, "params", group["params"])
-            new_groups.append((new, group))
+            new._lr_variable = group._lr_variable
+            new_groups.append(new)
             for k, p in zip(ids, group["params"]):
                 if k in index_to_param:
                     raise bad(f"parameter index {k} appears more than once in 'param_groups'")
@@ -598,22 +552,18 @@ class Optimizer:
                 loaded[skey] = np.array(arr, dtype=p.dtype, copy=True)
             new_state[p] = loaded
         # everything checked: apply
-        for new, old in new_groups:
-            new._lr_variable = old._lr_variable
-        self.param_groups = [new for new, _ in new_groups]
-        for new in self.param_groups:
-            if new._lr_variable is not None:
-                new._lr_variable.value = float(new["lr"])
-        for p in self._params():
-            self._load_param_state(p, new_state.get(p, {}), index_to_param_group(p, self.param_groups))
+        self.param_groups = new_groups
+        for group in new_groups:
+            if group._lr_variable is not None:
+                group._lr_variable.value = float(group["lr"])
+            for p in group["params"]:
+                self._load_param_state(p, new_state.get(p, {}), group)
 
     def _load_param_state(self, p, loaded, group):
         """Replaces a parameter's state by `loaded` (Variables in static mode keep their identity)."""
         current = self.state.get(p)
         if current and all(_is_variable(v) for v in current.values()):
-            values = self._init_state(p.value, group)
-            values.update(self._static_extra_state(p.value, group, loaded))
-            values.update(loaded)
+            values = self._static_values(p.value, group, loaded)
             for key, variable in current.items():
                 if key in values:
                     variable.value = np.array(values[key], dtype=variable.dtype)
@@ -631,10 +581,3 @@ class Optimizer:
             lines.extend(f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params")
         lines.append(")")
         return "\n".join(lines)
-
-
-def index_to_param_group(p, groups):
-    for group in groups:
-        if any(q is p for q in group["params"]):
-            return group
-    raise KeyError(p)

@@ -32,9 +32,8 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False, *,
                  maximize=False):
-        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                        centered=centered, maximize=maximize)
-        super().__init__(params, defaults)
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                                      centered=centered, maximize=maximize))
 
     _nonnegative = ("lr", "eps", "momentum", "weight_decay", "alpha")
     _flags = ("centered", "maximize")
@@ -58,10 +57,9 @@ class RMSprop(Optimizer):
         square_avg = new_state["square_avg"] = state["square_avg"] * alpha + (1 - alpha) * g * g
         if group["centered"]:
             grad_avg = new_state["grad_avg"] = _lerp(state["grad_avg"], g, 1 - alpha)
-            avg = dnp.sqrt(square_avg + -1.0 * grad_avg * grad_avg)
+            avg = dnp.sqrt(square_avg + -1.0 * grad_avg * grad_avg) + eps
         else:
-            avg = dnp.sqrt(square_avg)
-        avg = avg + eps
+            avg = dnp.sqrt(square_avg) + eps
         neg_lr = _scalar(-group["lr"], dtype)
         if momentum > 0:
             buf = new_state["momentum_buffer"] = state["momentum_buffer"] * momentum + g / avg

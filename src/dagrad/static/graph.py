@@ -87,7 +87,7 @@ def constant(value, dtype=None, name=None):
     data = _data("constant", value, dtype)
     # a float constant can be differentiated against, as in TensorFlow (gradients w.r.t. it)
     node = new_symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
-                   name=name)
+                      name=name)
     node._data = data
     return node
 
@@ -137,9 +137,8 @@ def assign(variable, expr):
     if isinstance(expr, Symbol):
         if expr.graph is not variable.graph:
             raise user_error(ValueError, "assign", f"{expr!r} and {variable!r} belong to different graphs")
-        if not shape_fits(tuple(1 if n is None else n for n in expr._shape), variable._shape) and not shape_fits(
-            variable._shape, expr._shape
-        ):
+        known = tuple(1 if n is None else n for n in expr._shape)
+        if not shape_fits(known, variable._shape) and not shape_fits(variable._shape, expr._shape):
             raise user_error(ValueError, "assign", f"a value of shape {expr._shape} cannot be assigned to Variable "
                              f"{variable.name!r} of shape {variable._shape}", expr, variable)
         if not np.can_cast(expr._dtype, variable._dtype, "same_kind"):

@@ -49,13 +49,21 @@ def gradients(ys, xs, grad_ys=None):
             raise user_error(TypeError, "gradients", f"expects nodes of a static graph, got {type(t).__name__}")
     if any(t.graph is not ys[0].graph for t in ys + xs):
         raise user_error(ValueError, "gradients", "the ys and xs belong to different graphs")
-    seeds = None
     if grad_ys is not None:
-        seeds = [grad_ys] if not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
-        if len(seeds) != len(ys):
-            raise user_error(ValueError, "gradients", f"{len(ys)} ys but {len(seeds)} grad_ys")
+        grad_ys = [grad_ys] if not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
+        if len(grad_ys) != len(ys):
+            raise user_error(ValueError, "gradients", f"{len(ys)} ys but {len(grad_ys)} grad_ys")
     with atomic():  # all or nothing: a failure removes every node built so far
-        results = _gradients(ys, xs, seeds)
+        if grad_ys is None:
+            seeds = [full_like(y, 1) for y in ys]
+        else:  # plain values become constants of the graph, so every gradient is a node
+            seeds = [s if isinstance(s, Symbol) else _constant_like(y, s) for y, s in zip(ys, grad_ys)]
+        roots = [(y, s) for y, s in zip(ys, seeds) if y._requires_grad]
+        found = {}
+        if roots:
+            found = reverse_sweep([y for y, _ in roots], [s for _, s in roots], 0, graph_mode=True, targets=set(xs),
+                                  within=_between(xs, [y for y, _ in roots]))
+        results = [found.get(x) if found.get(x) is not None else full_like(x, 0) for x in xs]
     return results[0] if single_x else results
 
 
@@ -66,20 +74,6 @@ def _listed(nodes):
         return list(nodes)
     except TypeError:  # not iterable: reported as not a node
         return [nodes]
-
-
-def _gradients(ys, xs, seeds):
-    if seeds is None:
-        seeds = [full_like(y, 1) for y in ys]
-    else:  # plain values become constants of the graph, so every gradient is a node
-        seeds = [s if isinstance(s, Symbol) else _constant_like(y, s) for y, s in zip(ys, seeds)]
-    roots = [(y, s) for y, s in zip(ys, seeds) if y._requires_grad]
-    found = {}
-    if roots:
-        between = _between(xs, [y for y, _ in roots])
-        found = reverse_sweep([y for y, _ in roots], [s for _, s in roots], 0, graph_mode=True, targets=set(xs),
-                              within=between)
-    return [found.get(x) if found.get(x) is not None else full_like(x, 0) for x in xs]
 
 
 def _between(xs, ys):
@@ -103,28 +97,24 @@ class _FetchSet:
 
     def __init__(self, fetches):
         order = _ancestors(fetches)
-        self.fetches = fetches
         self.placeholders = [n for n in order if n.kind == "placeholder"]
-        self.updates = []  # (assign node, variable, value)
-        assigned = {}
+        self.updates = {}  # variable -> (assign node, value)
         for node in order:
             if node.kind == "assign":
                 variable, value = node.inputs
-                if variable in assigned:
+                if variable in self.updates:
                     raise user_error(ValueError, "Session.run", f"Variable {variable.name!r} is assigned twice in "
                                      "one run")
-                assigned[variable] = True
-                self.updates.append((node, variable, value))
+                self.updates[variable] = (node, value)
         self.values = [f for f in fetches if f.kind not in ("assign", "group")]
 
     def compile(self, feeds):
-        """(generated function, its placeholders, its variables, program) for these feeds' shapes."""
-
+        """(generated function, its placeholders, its variables) for these feeds' shapes."""
         shapes = {p: feeds[p].shape for p in self.placeholders}
         program, placeholders, variables = from_graph(
-            self.values, [(variable, value) for _, variable, value in self.updates], shapes)
+            self.values, [(variable, value) for variable, (_, value) in self.updates.items()], shapes)
         optimize(program)
-        return generate(program, "run"), placeholders, variables, program
+        return generate(program, "run"), placeholders, variables
 
 
 def _fetched(node, value):
@@ -153,7 +143,6 @@ class Session:
     """
 
     def __init__(self, graph=None):
-
         if graph is not None and not isinstance(graph, Graph):
             raise user_error(TypeError, "Session", f"expects a dg.Graph, got {type(graph).__name__}")
         self.graph = graph if graph is not None else get_default_graph()
@@ -183,16 +172,14 @@ class Session:
         entry = self._code.get(code_key)
         if entry is None:
             entry = self._code.put(code_key, fetch_set.compile(feeds))
-        generated, placeholders, variables, _ = entry
+        generated, placeholders, variables = entry
         try:
             results = generated.function(*[feeds[p] for p in placeholders], *[v._data for v in variables])
         except Exception as err:
-
             raise explain(err, generated, "Session.run") from err
         computed = dict(zip(fetch_set.values, results))
-        updated = self._commit(fetch_set, results[len(fetch_set.values):])
-        return tree_unflatten(treedef, [_fetched(f, updated[f] if f.kind == "assign" else computed.get(f))
-                                        for f in leaves])
+        computed.update(self._commit(fetch_set, results[len(fetch_set.values):]))
+        return tree_unflatten(treedef, [_fetched(f, computed.get(f)) for f in leaves])
 
     def _feeds(self, feed_dict):
         if feed_dict is None:
@@ -227,14 +214,12 @@ class Session:
 
     def _commit(self, fetch_set, new_values):
         """Checks every update of the run, then applies them all (or none). Returns {assign node: value}."""
-        checked = [
-            checked_value(value, variable._shape, variable._dtype, "Session.run", f"update of Variable "
-                           f"{variable.name!r}")
-            for (_, variable, _), value in zip(fetch_set.updates, new_values)
-        ]
-        for (_, variable, _), value in zip(fetch_set.updates, checked):
+        updates = fetch_set.updates
+        checked = [checked_value(value, var._shape, var._dtype, "Session.run", f"update of Variable {var.name!r}")
+                   for var, value in zip(updates, new_values)]
+        for variable, value in zip(updates, checked):
             variable._data = value
-        return {node: value for (node, _, _), value in zip(fetch_set.updates, checked)}
+        return {node: value for (node, _), value in zip(updates.values(), checked)}
 
 
 __all__ = ["Session", "gradients"]
