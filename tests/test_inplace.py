@@ -287,3 +287,44 @@ def test_torch_method_errors():
         x.expand(3, 4)
     with pytest.raises(ValueError, match="gather"):
         x.gather(1, np.zeros((3, 3, 4), dtype=int))  # larger than x on an axis other than dim
+
+
+# ---------------------------------------------------------------- torch.autograd's names, dtypes, device
+
+
+def test_autograd_grad_matches_torch_at_first_and_second_order():
+    torch = _torch()
+    x0, w0 = RNG.standard_normal(3), RNG.standard_normal(3)
+    x, w = dg.tensor(x0, requires_grad=True), dg.tensor(w0, requires_grad=True)
+    tx, tw = torch.tensor(x0, requires_grad=True), torch.tensor(w0, requires_grad=True)
+    h, th = dg.tanh(x * w), torch.tanh(tx * tw)
+    gx, gw = dg.autograd.grad(h, (x, w), grad_outputs=np.ones(3), create_graph=True)
+    tgx, tgw = torch.autograd.grad(th, (tx, tw), grad_outputs=torch.ones(3, dtype=torch.float64), create_graph=True)
+    np.testing.assert_allclose(gx.numpy(), tgx.detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(gw.numpy(), tgw.detach().numpy(), rtol=1e-14)
+    (hxx,) = dg.autograd.grad(gx.sum(), x)
+    (thxx,) = torch.autograd.grad(tgx.sum(), tx)
+    np.testing.assert_allclose(hxx.numpy(), thxx.numpy(), rtol=1e-13)
+    assert x.grad is None and w.grad is None  # nothing accumulated
+
+
+def test_autograd_grad_errors_and_allow_unused():
+    x, unused = dg.tensor([1.0, 2.0], requires_grad=True), dg.tensor([3.0], requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(RuntimeError, match="not used.*allow_unused"):
+        dg.autograd.grad(y, [x, unused], retain_graph=True)
+    gx, gu = dg.autograd.grad(y, [x, unused], allow_unused=True)
+    np.testing.assert_array_equal(gx.numpy(), [2.0, 4.0])
+    assert gu is None
+    with pytest.raises(RuntimeError, match="one-element"):
+        dg.autograd.grad(x * 2, x)
+
+
+def test_torch_dtype_names_and_the_one_device():
+    torch = _torch()
+    for ours, theirs in ((dg.float, torch.float), (dg.double, torch.double), (dg.long, torch.long),
+                         (dg.int, torch.int), (dg.half, torch.half), (dg.bool, torch.bool)):
+        assert np.dtype(ours).itemsize == theirs.itemsize
+    assert dg.device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="CPU only"):
+        dg.device("cuda:0")

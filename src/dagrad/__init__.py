@@ -44,4 +44,19 @@ from .viz import draw, listing, to_dot
 from . import nn
 from .io import load, save
 from . import optim
+from . import autograd
+
+# dtypes by name, as NumPy's (dg.float32) and PyTorch's (dg.float, dg.double, dg.long: float32, float64, int64)
+from numpy import bool_, float16, float32, float64, int8, int16, int32, int64, uint8  # noqa: E402
+from ._core.errors import user_error as _user_error  # noqa: E402
+
+half, float, double = float16, float32, float64  # noqa: A001
+int, long, bool = int32, int64, bool_  # noqa: A001
+
+
+def device(name="cpu"):
+    """`torch.device`: dagrad computes on one device, the CPU (NumPy); any other is an error."""
+    if str(name).split(":")[0] != "cpu":
+        raise _user_error(ValueError, "dg.device", f"dagrad computes on the CPU only, got {name!r}")
+    return "cpu"
 
