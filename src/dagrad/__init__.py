@@ -46,6 +46,8 @@ from .io import load, save
 from . import optim
 from . import autograd
 
+jit = compile  # JAX's name for it (jax.jit)
+
 # dtypes by name, as NumPy's (dg.float32) and PyTorch's (dg.float, dg.double, dg.long: float32, float64, int64)
 from numpy import bool_, float16, float32, float64, int8, int16, int32, int64, uint8  # noqa: E402
 from ._core.errors import user_error as _user_error  # noqa: E402
