@@ -13,24 +13,48 @@
 
 from __future__ import annotations
 
-from . import functional, init
+from . import functional, init, utils
 from .layers import (
+    ELU,
+    GELU,
     BatchNorm1d,
     Conv2d,
     Dropout,
     Embedding,
     Flatten,
+    Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
+    LogSoftmax,
     MaxPool2d,
+    ModuleDict,
+    ModuleList,
     ReLU,
     Sequential,
     Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
     Tanh,
+)
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
 )
 from .module import Module, Parameter, StateDictError
 
 __all__ = [
     "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
-    "Sequential", "ReLU", "Tanh", "Sigmoid", "Flatten", "StateDictError", "functional", "init",
+    "Sequential", "ModuleList", "ModuleDict", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU",
+    "ELU", "Softplus", "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+    "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "StateDictError", "functional",
+    "init", "utils",
 ]

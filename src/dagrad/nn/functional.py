@@ -15,7 +15,9 @@ activations and the losses also in static graphs and `dg.compile`.
 from __future__ import annotations
 
 import functools
+import math
 import operator
+import warnings
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -26,20 +28,42 @@ from .._core.op import Op, apply
 from .._core.shapes import dtype_of, normalize_axis_index, shape_of
 from .._core.tensor import Tensor, is_symbolic, mark_written
 from ..function import Function
-from ..ops.elementwise import astype, equal, not_equal, relu, sigmoid, sqrt, tanh, where
+from ..ops.elementwise import (
+    abs,
+    astype,
+    equal,
+    erf,
+    exp,
+    expm1,
+    greater,
+    greater_equal,
+    less,
+    log,
+    not_equal,
+    relu,
+    sigmoid,
+    sqrt,
+    tanh,
+    where,
+)
+from ..ops.elementwise import softplus as _softplus_op
 from ..ops.elementwise import where as _where  # some functions here name a parameter `where`
 from ..ops.linalg import matmul
-from ..ops.nn import CLASS_LABELS, log_softmax
+from ..ops.nn import CLASS_LABELS
 from ..ops.nn import binary_cross_entropy as _bce_op
 from ..ops.nn import linear as _linear_op
+from ..ops.nn import log_softmax as _log_softmax_op
 from ..ops.nn import nll_indices as _nll_op
+from ..ops.nn import softmax as _softmax_op
 from ..ops.reduce import argmax, mean, sum, var
 from ..ops.shape import expand_dims, getitem, reshape, transpose
 from .init import _generator
 
 __all__ = [
     "linear", "conv2d", "max_pool2d", "dropout", "layer_norm", "batch_norm", "embedding", "relu", "tanh",
-    "sigmoid", "flatten", "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy",
+    "sigmoid", "gelu", "silu", "leaky_relu", "elu", "softplus", "softmax", "log_softmax", "flatten",
+    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits",
 ]
 
 
@@ -89,6 +113,12 @@ def _is_real(v):
 def _positive_number(value, name, where, *operands):
     if not _is_real(value) or not value > 0:
         raise user_error(ValueError, where, f"{name} must be a positive number, got {value!r}", *operands)
+    return value
+
+
+def _non_negative(value, name, where, *operands):
+    if not _is_real(value) or not value >= 0:
+        raise user_error(ValueError, where, f"{name} must be a non-negative number, got {value!r}", *operands)
     return value
 
 
@@ -498,6 +528,112 @@ def embedding(indices, weight):
     return getitem(weight, idx)
 
 
+# -- activations (relu, tanh and sigmoid are dagrad's ops themselves); each is PyTorch's formula in dagrad ops,
+# so it differentiates at any order and builds static graphs. `inplace` is accepted for PyTorch's signatures; the
+# result is always a new tensor.
+def _real(value, name, where):
+    if not _is_real(value):
+        raise user_error(TypeError, where, f"{name} must be a real number, got {value!r}")
+    return value
+
+
+_SQRT_HALF, _SQRT_TWO_OVER_PI = math.sqrt(0.5), math.sqrt(2 / math.pi)  # Python floats: float32 stays float32
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x), Phi the standard normal CDF, as `torch.nn.functional.gelu`: through `erf`, or with
+    `approximate='tanh'` PyTorch's 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+
+    >>> import dagrad as dg
+    >>> gelu(dg.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.15865525,  0.        ,  0.84134475])
+    """
+    if approximate == "none":
+        return input * 0.5 * (1 + erf(input * _SQRT_HALF))
+    if approximate == "tanh":
+        return 0.5 * input * (1 + tanh(_SQRT_TWO_OVER_PI * (input + 0.044715 * input * input * input)))
+    raise user_error(ValueError, "gelu", f"approximate must be 'none' or 'tanh', got {approximate!r}", input)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish), as `torch.nn.functional.silu`.
+
+    >>> import dagrad as dg
+    >>> silu(dg.tensor([0.0, 1.0]))
+    tensor([0.        , 0.73105858])
+    """
+    return input * sigmoid(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x (the slope's gradient at 0, as PyTorch).
+
+    >>> import dagrad as dg
+    >>> leaky_relu(dg.tensor([-2.0, 3.0]), 0.1)
+    tensor([-0.2,  3. ])
+    """
+    _real(negative_slope, "negative_slope", "leaky_relu")
+    return where(greater(input, 0), input, input * negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha * (exp(x) - 1), as `torch.nn.functional.elu`.
+
+    >>> import dagrad as dg
+    >>> elu(dg.tensor([-1.0, 2.0])).numpy().round(4)
+    array([-0.6321,  2.    ])
+    """
+    _real(alpha, "alpha", "elu")
+    positive = greater(input, 0)
+    # expm1 of the non-positive side only: exp of a large x would overflow, and its zero gradient times inf is NaN
+    return where(positive, input, alpha * expm1(where(positive, 0, input)))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as `torch.nn.functional.softplus`.
+
+    >>> import dagrad as dg
+    >>> softplus(dg.tensor([0.0, 30.0])).numpy().round(4)
+    array([ 0.6931, 30.    ])
+    """
+    _real(beta, "beta", "softplus")
+    _real(threshold, "threshold", "softplus")
+    scaled = input * beta
+    return where(greater(scaled, threshold), input, _softplus_op(scaled) / beta)
+
+
+def _softmax_dim(input, dim, name, stacklevel):
+    """dim, or for dim=None PyTorch's deprecated implicit choice (0 for 0-, 1- and 3-d inputs, else 1), warned."""
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as "
+                  f"an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if len(_shape(input)) in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`, as `torch.nn.functional.softmax` (cast to `dtype` first when given).
+
+    >>> import dagrad as dg
+    >>> softmax(dg.tensor([[0.0, 0.0], [0.0, 1000.0]]), dim=1)
+    tensor([[0.5, 0.5],
+            [0. , 1. ]])
+    """
+    dim = _softmax_dim(input, dim, "softmax", _stacklevel)
+    return _softmax_op(input if dtype is None else astype(input, dtype), axis=dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - logsumexp(x) along `dim`, as `torch.nn.functional.log_softmax` (cast to `dtype` first when given).
+
+    >>> import dagrad as dg
+    >>> log_softmax(dg.tensor([0.0, 0.0]), dim=0).numpy().round(4)
+    array([-0.6931, -0.6931])
+    """
+    dim = _softmax_dim(input, dim, "log_softmax", _stacklevel)
+    return _log_softmax_op(input if dtype is None else astype(input, dtype), axis=dim)
+
+
 # -- losses
 def _class_targets(target, n_classes, where, ignore_index=None):
     """(the integer targets as an array, each a class in range or ignore_index; whether any is ignore_index), or
@@ -639,12 +775,13 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     if weight is None and not label_smoothing:
         indices = _rows_of_indices(input, target, reduction, "cross_entropy", ignore_index)
         if indices is not None:
-            return _nll_op(log_softmax(input, axis=1), indices, reduction)  # two primitive nodes
+            return _nll_op(_log_softmax_op(input, axis=1), indices, reduction)  # two primitive nodes
     if not xs:
         raise user_error(ValueError, "cross_entropy", "input must have a class axis, got a 0-d input", input)
     if dtype_of(target).kind != "f":
         target = _class_targets_of(input, target, weight, ignore_index, "cross_entropy")
-        return _weighted_nll(log_softmax(input, axis=axis), target, weight, ignore_index, reduction, label_smoothing)
+        logp = _log_softmax_op(input, axis=axis)
+        return _weighted_nll(logp, target, weight, ignore_index, reduction, label_smoothing)
     # class probabilities
     if ignore_index != -100:
         raise user_error(ValueError, "cross_entropy", "ignore_index applies to class-index targets, not to "
@@ -654,7 +791,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
                          f"{_shape(target)}", input, target)
     c = xs[axis]
     _check_weight(weight, c, "cross_entropy")
-    logp = log_softmax(input, axis=axis)
+    logp = _log_softmax_op(input, axis=axis)
     if label_smoothing:
         target = target * (1 - label_smoothing) + label_smoothing / c
     if weight is not None:
@@ -697,6 +834,123 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _check_reduction(reduction, "binary_cross_entropy")
     _same_shapes(input, target, "binary_cross_entropy")
     loss = _bce_op(input, target)  # raises ValueError for an input outside [0, 1]
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _difference(input, target, where, reduction):
+    """|input - target| for the elementwise losses, once the reduction and the shapes are checked."""
+    _check_reduction(reduction, where)
+    _same_shapes(input, target, where)
+    return abs(input - target)  # abs'(0) = 0, as PyTorch's
+
+
+def l1_loss(input, target, reduction="mean"):
+    """Mean (or summed) absolute error, as `torch.nn.functional.l1_loss`.
+
+    >>> import dagrad as dg
+    >>> l1_loss(dg.tensor([1.0, -2.0]), dg.tensor([0.0, 0.0]))
+    tensor(1.5)
+    """
+    return _reduce(_difference(input, target, "l1_loss", reduction), reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta, as `torch.nn.functional.smooth_l1_loss`
+    (beta = 0 is the L1 loss).
+
+    >>> import dagrad as dg
+    >>> smooth_l1_loss(dg.tensor([0.5, 3.0]), dg.tensor([0.0, 0.0]), reduction="none")
+    tensor([0.125, 2.5  ])
+    """
+    _non_negative(beta, "beta", "smooth_l1_loss")
+    d = _difference(input, target, "smooth_l1_loss", reduction)
+    if beta == 0:
+        return _reduce(d, reduction)  # PyTorch's special case: 0.5 d^2 / 0 would be NaN
+    return _reduce(where(less(d, beta), 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 d^2 where d = |input - target| < delta, else delta (d - 0.5 delta), as `torch.nn.functional.huber_loss`
+    (delta times `smooth_l1_loss` with beta = delta).
+
+    >>> import dagrad as dg
+    >>> huber_loss(dg.tensor([0.5, 3.0]), dg.tensor([0.0, 0.0]), reduction="none", delta=2.0)
+    tensor([0.125, 4.   ])
+    """
+    _positive_number(delta, "delta", "huber_loss")
+    d = _difference(input, target, "huber_loss", reduction)
+    return _reduce(where(less(d, delta), 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """Pointwise KL divergence target * (log target - input) for log-probabilities `input`, as
+    `torch.nn.functional.kl_div`: 0 where target is 0; with `log_target` the target is log-probabilities too.
+    reduction='batchmean' divides the sum by the batch size (the KL divergence itself); 'mean', the default,
+    divides by the number of elements, with PyTorch's warning.
+
+    >>> import dagrad as dg, numpy as np
+    >>> round(kl_div(dg.tensor(np.log([0.5, 0.5])), dg.tensor([1.0, 0.0]), reduction="sum").item(), 4)
+    0.6931
+    """
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise user_error(ValueError, "kl_div", f"reduction must be 'mean', 'batchmean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    _same_shapes(input, target, "kl_div")
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    if log_target:
+        loss = exp(target) * (target - input)
+    else:  # xlogy(t, t) - t * input: the log is taken of 1 where t is 0, whose term is 0
+        empty = equal(target, 0)
+        loss = _where(empty, 0, target * log(_where(empty, 1, target))) - target * input
+    shape = _shape(input)
+    if reduction == "batchmean":
+        return sum(loss) if not shape else sum(loss) / shape[0]
+    return _reduce(loss, reduction)
+
+
+def _broadcasts(value, name, input, where):
+    """Checks that `value` (a weight) broadcasts to the input's shape, as PyTorch requires."""
+    vs, xs = _shape(value), _shape(input)
+    if len(vs) > len(xs) or not all(v in (1, x) or None in (v, x) for v, x in zip(vs[::-1], xs[::-1])):
+        raise user_error(ValueError, where, f"{name} of shape {vs} does not broadcast to the input's shape {xs}",
+                         input, value)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """Sigmoid and binary cross-entropy in one, as `torch.nn.functional.binary_cross_entropy_with_logits`:
+    (1 - t) x + lw * log(1 + exp(-x)) with lw = 1 + (pos_weight - 1) t, finite for logits of any size; `weight`
+    scales each element and `pos_weight` the positive term (it broadcasts along the last dimension, the classes).
+
+    >>> import dagrad as dg
+    >>> x = dg.tensor([1000.0, -1000.0, 0.0], requires_grad=True)
+    >>> loss = binary_cross_entropy_with_logits(x, dg.tensor([1.0, 0.0, 1.0]), reduction="sum")
+    >>> loss.backward()
+    >>> round(loss.item(), 4), x.grad
+    (0.6931, tensor([ 0. ,  0. , -0.5]))
+    """
+    where = "binary_cross_entropy_with_logits"
+    _check_reduction(reduction, where)
+    if _shape(input) != _shape(target) and not _fits(_shape(input), _shape(target)):
+        raise user_error(ValueError, where, f"target size {_shape(target)} must be the same as input size "
+                         f"{_shape(input)}", input, target)
+    for name, value in (("weight", weight), ("pos_weight", pos_weight)):
+        if value is not None:
+            _broadcasts(value, name, input, where)
+    if pos_weight is None:
+        lw, positive = 1, target
+    else:
+        lw, positive = (pos_weight - 1) * target + 1, pos_weight * target
+    # Written apart for each sign of x (for x < 0, (1 - t) x + lw softplus(-x) = lw softplus(x) - pos_weight t x):
+    # softplus of a non-positive number only, so that neither the loss nor its gradient is the difference of two
+    # nearly equal numbers (the gradient for t = 0 and x = -30 is sigmoid(x) itself, not 1 - sigmoid(-x) = 0)
+    loss = _where(greater_equal(input, 0), (1 - target) * input + lw * _softplus_op(-input),
+                  lw * _softplus_op(input) - positive * input)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)

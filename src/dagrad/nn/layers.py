@@ -18,8 +18,9 @@ from . import init
 from .module import Module, Parameter
 
 __all__ = [
-    "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding", "Sequential", "ReLU",
-    "Tanh", "Sigmoid", "Flatten",
+    "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding", "Sequential", "ModuleList",
+    "ModuleDict", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus", "Softmax",
+    "LogSoftmax", "Flatten",
 ]
 
 
@@ -327,6 +328,195 @@ class Sequential(Module):
         return x
 
 
+class ModuleList(Module):
+    """Modules in a list, registered (so `parameters()` finds theirs), as PyTorch's: indexing (negative and
+    slices), `len`, iteration, `append`, `extend`, `insert`, `pop`, `del`, `+=`. It has no `forward`.
+
+    >>> import dagrad as dg
+    >>> layers = dg.nn.ModuleList([dg.nn.Linear(2, 2) for _ in range(3)])
+    >>> layers.append(dg.nn.ReLU()) is layers
+    True
+    >>> len(layers), len(list(layers.parameters())), type(layers[-1]).__name__
+    (4, 6, 'ReLU')
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def _index(self, index):
+        """index as a position in [0, len), or an IndexError as a list's."""
+        i, n = F._int(index, "index", "ModuleList"), len(self)
+        if not -n <= i < n:
+            raise user_error(IndexError, "ModuleList", f"index {i} is out of range for {n} modules")
+        return i % n
+
+    def _renumber(self, modules):
+        """Registers `modules` as '0', '1', ... in place of the current ones (after an insertion or deletion)."""
+        for name in list(self._modules):
+            delattr(self, name)
+        for k, m in enumerate(modules):
+            setattr(self, str(k), m)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)(list(self._modules.values())[index])
+        return self._modules[str(self._index(index))]
+
+    def __setitem__(self, index, module):
+        setattr(self, str(self._index(index)), _module(module, "ModuleList"))
+
+    def __delitem__(self, index):
+        modules = list(self._modules.values())
+        del modules[index if isinstance(index, slice) else self._index(index)]
+        self._renumber(modules)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        return ModuleList([*self, *other])
+
+    def append(self, module):
+        setattr(self, str(len(self)), _module(module, "ModuleList.append"))
+        return self
+
+    def extend(self, modules):
+        try:
+            modules = list(modules)
+        except TypeError:
+            raise user_error(TypeError, "ModuleList.extend", f"expected an iterable of modules, got "
+                             f"{type(modules).__name__}") from None
+        for m in modules:  # all checked before any is added
+            _module(m, "ModuleList.extend")
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        modules = list(self._modules.values())
+        modules.insert(F._int(index, "index", "ModuleList.insert"), _module(module, "ModuleList.insert"))
+        self._renumber(modules)
+
+    def pop(self, key):
+        module = self[key]
+        del self[key]
+        return module
+
+
+class ModuleDict(Module):
+    """Modules by name, registered (so `parameters()` finds theirs), as PyTorch's: `d[key]`, `d[key] = m`,
+    `del d[key]`, `in`, `len`, iteration over the keys, `keys()`, `values()`, `items()`, `update()`, `pop()`,
+    `clear()`, in insertion order. A key that names another attribute (such as `keys`) is a KeyError.
+
+    >>> import dagrad as dg
+    >>> heads = dg.nn.ModuleDict({"cls": dg.nn.Linear(4, 3), "box": dg.nn.Linear(4, 2)})
+    >>> heads["act"] = dg.nn.ReLU()
+    >>> list(heads), [name for name, _ in heads.named_parameters()][:2]
+    (['cls', 'box', 'act'], ['cls.weight', 'cls.bias'])
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, _module(module, "ModuleDict"))
+
+    def __delitem__(self, key):
+        if key not in self._modules:
+            raise KeyError(key)
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key):
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self):
+        for key in list(self._modules):
+            delattr(self, key)
+
+    def update(self, modules):
+        """Adds or replaces entries from a mapping or an iterable of (key, module) pairs, all checked first."""
+        where = "ModuleDict.update"
+        pairs = list(modules.items()) if hasattr(modules, "keys") else _pairs(modules, where)
+        for key, module in pairs:
+            self._check_child(key, _module(module, where), where)
+        for key, module in pairs:
+            self.add_module(key, module)
+
+
+def _module(value, where):
+    """value, which must be a Module (a container's entry)."""
+    if not isinstance(value, Module):
+        raise user_error(TypeError, where, f"expected a dg.nn.Module, got {type(value).__name__}")
+    return value
+
+
+def _pairs(items, where):
+    """A list of (key, value) pairs from an iterable, each checked to be a pair (as PyTorch's update)."""
+    try:
+        items = [tuple(item) for item in items]
+    except TypeError:
+        raise user_error(TypeError, where, f"expected a mapping or an iterable of (key, module) pairs, got "
+                         f"{type(items).__name__}") from None
+    for k, item in enumerate(items):
+        if len(item) != 2:
+            raise user_error(ValueError, where, f"element #{k} has length {len(item)}; 2 is required")
+    return items
+
+
+class Identity(Module):
+    """Returns its input unchanged (arguments to the constructor are ignored, as PyTorch's): a placeholder layer.
+
+    >>> import dagrad as dg
+    >>> dg.nn.Identity(54, unused="x")(dg.tensor([1.0, 2.0]))
+    tensor([1., 2.])
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+def _inplace(text, inplace):
+    """A repr's text with PyTorch's inplace note (the flag is accepted for PyTorch's signatures: dagrad's
+    activations always return a new tensor)."""
+    return ", ".join(([text] if text else []) + (["inplace=True"] if inplace else []))
+
+
 class ReLU(Module):
     """max(x, 0) elementwise.
 
@@ -335,8 +525,15 @@ class ReLU(Module):
     tensor([0., 2.])
     """
 
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x):
         return F.relu(x)
+
+    def extra_repr(self):
+        return _inplace("", self.inplace)
 
 
 class Tanh(Module):
@@ -361,6 +558,144 @@ class Sigmoid(Module):
 
     def forward(self, x):
         return F.sigmoid(x)
+
+
+class GELU(Module):
+    """x * Phi(x) elementwise, exact (`approximate='none'`) or PyTorch's tanh approximation (`'tanh'`).
+
+    >>> import dagrad as dg
+    >>> dg.nn.GELU(approximate="tanh")(dg.tensor([1.0])).numpy().round(4)
+    array([0.8412])
+    """
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise user_error(ValueError, "GELU", f"approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x) elementwise.
+
+    >>> import dagrad as dg
+    >>> dg.nn.SiLU()(dg.tensor([0.0]))
+    tensor([0.])
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.silu(x)
+
+    def extra_repr(self):
+        return _inplace("", self.inplace)
+
+
+class LeakyReLU(Module):
+    """x where x > 0, else negative_slope * x.
+
+    >>> import dagrad as dg
+    >>> dg.nn.LeakyReLU(0.2)(dg.tensor([-1.0, 1.0]))
+    tensor([-0.2,  1. ])
+    """
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = F._real(negative_slope, "negative_slope", "LeakyReLU")
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self):
+        return _inplace(f"negative_slope={self.negative_slope}", self.inplace)
+
+
+class ELU(Module):
+    """x where x > 0, else alpha * (exp(x) - 1).
+
+    >>> import dagrad as dg
+    >>> dg.nn.ELU()(dg.tensor([-1.0, 1.0])).numpy().round(4)
+    array([-0.6321,  1.    ])
+    """
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = F._real(alpha, "alpha", "ELU")
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return _inplace(f"alpha={self.alpha}", self.inplace)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta elementwise, x itself where beta x > threshold.
+
+    >>> import dagrad as dg
+    >>> dg.nn.Softplus(beta=2.0)(dg.tensor([0.0])).numpy().round(4)
+    array([0.3466])
+    """
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = F._real(beta, "beta", "Softplus")
+        self.threshold = F._real(threshold, "threshold", "Softplus")
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softmax(Module):
+    """Softmax along `dim` (dim=None: PyTorch's deprecated implicit choice, with its warning).
+
+    >>> import dagrad as dg
+    >>> dg.nn.Softmax(dim=-1)(dg.tensor([[0.0, 0.0]]))
+    tensor([[0.5, 0.5]])
+    """
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim, _stacklevel=5)  # the warning points at the line that called the module
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log(softmax(x)) along `dim`, computed stably (dim=None: PyTorch's deprecated implicit choice, warned).
+
+    >>> import dagrad as dg
+    >>> dg.nn.LogSoftmax(dim=1)(dg.tensor([[0.0, 0.0]])).numpy().round(4)
+    array([[-0.6931, -0.6931]])
+    """
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 class Flatten(Module):

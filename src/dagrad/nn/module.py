@@ -79,6 +79,11 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise user_error(AttributeError, type(self).__name__, "call super().__init__() before assigning attributes")
         params, modules, buffers = self._parameters, self._modules, self._buffers
+        if name in params and isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Parameter):
+            # as PyTorch: a plain tensor would silently stop being trained (and drop out of state_dict)
+            kind = "dagrad.Tensor" if isinstance(value, Tensor) else "numpy.ndarray"
+            raise user_error(TypeError, type(self).__name__, f"cannot assign '{kind}' as parameter {name!r} "
+                             f"(dg.nn.Parameter or None expected)")
         # Registered values live in their table and, as a mirror, in the instance dict, so that
         # reading `self.weight` in forward is a plain attribute lookup (__getattr__ costs a failed
         # lookup and a Python call, on every layer of every step)
@@ -87,12 +92,12 @@ class Module:
         elif name in params and value is None:
             params[name] = None  # an absent parameter (e.g. bias=False) stays registered as absent
         else:
+            own = params if isinstance(value, Parameter) else modules if isinstance(value, Module) else None
             for table in (params, modules, buffers):
-                table.pop(name, None)
-            if isinstance(value, Parameter):
-                params[name] = value
-            elif isinstance(value, Module):
-                modules[name] = value
+                if table is not own:
+                    table.pop(name, None)
+            if own is not None:
+                own[name] = value  # a replacement keeps its place in the order, as PyTorch's
         object.__setattr__(self, name, value)
 
     def __getattr__(self, name):  # only called when normal lookup fails (a table changed directly)
@@ -122,6 +127,38 @@ class Module:
                              f"{type(param).__name__}")
         setattr(self, name, param)
 
+    def add_module(self, name, module):
+        """Registers `module` (or None) as the child `name`, checked as PyTorch checks it: a name that is already
+        another attribute (a method, say), contains a dot or is empty is a KeyError.
+
+        >>> import dagrad as dg
+        >>> m = dg.nn.Module()
+        >>> m.add_module("fc", dg.nn.Linear(2, 2))
+        >>> [name for name, _ in m.named_children()]
+        ['fc']
+        """
+        self._check_child(name, module, f"{type(self).__name__}.add_module")
+        if module is None:
+            for table in (self._parameters, self._buffers):
+                table.pop(name, None)
+            self._modules[name] = None
+            object.__setattr__(self, name, None)
+        else:
+            setattr(self, name, module)
+
+    register_module = add_module
+
+    def _check_child(self, name, module, where):
+        """Raises PyTorch's errors for a child `module` (a Module or None) that cannot be registered as `name`."""
+        if module is not None and not isinstance(module, Module):
+            raise user_error(TypeError, where, f"{type(module).__name__} is not a dg.nn.Module subclass")
+        if not isinstance(name, str):
+            raise user_error(TypeError, where, f"module name should be a string, got {type(name).__name__}")
+        if not name or "." in name:
+            raise user_error(KeyError, where, f"module name cannot be empty or contain a dot, got {name!r}")
+        if hasattr(self, name) and name not in self._modules:
+            raise user_error(KeyError, where, f"attribute {name!r} already exists")
+
     def register_buffer(self, name, value):
         """Registers state that is saved in `state_dict` but not trained (a Tensor or array).
 
@@ -140,7 +177,12 @@ class Module:
 
     # -- walking the tree (iteratively, in registration order)
     def named_modules(self, prefix=""):
-        """(dotted name, module) for this module and every descendant, each once, depth first."""
+        """(dotted name, module) for this module and every descendant, each once, depth first.
+
+        >>> import dagrad as dg
+        >>> [name for name, _ in dg.nn.Sequential(dg.nn.Linear(2, 2), dg.nn.ReLU()).named_modules()]
+        ['', '0', '1']
+        """
         seen = set()
         stack = [(prefix, self)]
         while stack:
@@ -216,9 +258,32 @@ class Module:
         """Sets evaluation mode: `train(False)`."""
         return self.train(False)
 
-    def requires_grad_(self, flag=True):
+    def requires_grad_(self, requires_grad=True):
+        """Sets `requires_grad` on every parameter (freezing a model with False) and returns the module.
+
+        >>> import dagrad as dg
+        >>> [p.requires_grad for p in dg.nn.Linear(2, 2).requires_grad_(False).parameters()]
+        [False, False]
+        """
         for p in self.parameters():
-            p.requires_grad = flag
+            p.requires_grad = requires_grad
+        return self
+
+    def apply(self, fn):
+        """Calls `fn` on every sub-module, children first, then on this module, and returns this module (as
+        PyTorch's, typically to initialise weights).
+
+        >>> import dagrad as dg
+        >>> def zero_bias(m):
+        ...     if isinstance(m, dg.nn.Linear):
+        ...         dg.nn.init.zeros_(m.bias)
+        >>> model = dg.nn.Sequential(dg.nn.Linear(2, 3), dg.nn.Linear(3, 1)).apply(zero_bias)
+        >>> model[1].bias
+        Parameter(tensor([0.], requires_grad=True))
+        """
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
         return self
 
     # -- calling
