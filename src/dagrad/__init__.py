@@ -29,15 +29,19 @@ from . import linalg
 from .numpy import (  # every op under its NumPy name (the same functions as dagrad.numpy)
     abs, absolute, add, amax, amin, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
     argmax, argmin, astype, broadcast_to, ceil, clip, concatenate, cos, cosh, cumsum, divide, equal,
-    erf, exp, exp2, expand_dims, expm1, flip, floor, full_like, fmax, fmin, greater, greater_equal, hypot,
+    erf, exp, exp2, expand_dims, expm1, flip, floor, fmax, fmin, greater, greater_equal, hypot,
     isfinite, isnan, less, less_equal, log, log1p, log2, log10, log_softmax, logical_and,
     logical_not, logical_or, logsumexp, matmul, max, maximum, mean, min, minimum, mod, moveaxis,
     multiply, negative, not_equal, pad, positive, power, prod, ravel, reciprocal, relu, remainder,
     repeat, reshape, round, sigmoid, sign, sin, sinh, softmax, softplus, split, sqrt, square,
     squeeze, stack, std, subtract, sum, swapaxes, tan, tanh, tile, transpose, tril, triu,
-    true_divide, var, where, zeros_like, ones_like,
+    true_divide, var, where,
 )
 from .ops.elementwise import stop_gradient
+from .factories import (  # PyTorch's factories (zeros_like, ones_like, full_like: the ops, with requires_grad=)
+    arange, empty, empty_like, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randint,
+    randint_like, randn, randn_like, zeros, zeros_like,
+)
 from .ops.shape import getitem, index_add
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
