@@ -15,10 +15,10 @@ from ._version import __version__
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
 from . import _methods  # noqa: F401  (binds Tensor's operators and methods to the ops)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
-from .transforms import grad, hessian, jacfwd, jacobian, jvp, value_and_grad, vjp
+from .transforms import elementwise_grad, grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
-from .check import GradcheckError, gradcheck
+from .check import GradcheckError, check_grads, gradcheck
 from .compile import compile
 from .function import Function, FunctionCtx
 from .static import (
@@ -29,15 +29,19 @@ from . import linalg
 from .numpy import (  # every op under its NumPy name (the same functions as dagrad.numpy)
     abs, absolute, add, amax, amin, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
     argmax, argmin, astype, broadcast_to, ceil, clip, concatenate, cos, cosh, cumsum, divide, equal,
-    erf, exp, exp2, expand_dims, expm1, flip, floor, full_like, fmax, fmin, greater, greater_equal, hypot,
+    erf, exp, exp2, expand_dims, expm1, flip, floor, fmax, fmin, greater, greater_equal, hypot,
     isfinite, isnan, less, less_equal, log, log1p, log2, log10, log_softmax, logical_and,
     logical_not, logical_or, logsumexp, matmul, max, maximum, mean, min, minimum, mod, moveaxis,
     multiply, negative, not_equal, pad, positive, power, prod, ravel, reciprocal, relu, remainder,
     repeat, reshape, round, sigmoid, sign, sin, sinh, softmax, softplus, split, sqrt, square,
     squeeze, stack, std, subtract, sum, swapaxes, tan, tanh, tile, transpose, tril, triu,
-    true_divide, var, where, zeros_like, ones_like,
+    true_divide, var, where,
 )
 from .ops.elementwise import stop_gradient
+from .factories import (  # PyTorch's factories (zeros_like, ones_like, full_like: the ops, with requires_grad=)
+    arange, device, empty, empty_like, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
+    randint, randint_like, randn, randn_like, zeros, zeros_like,
+)
 from .ops.shape import getitem, index_add, setitem
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
@@ -50,15 +54,7 @@ jit = compile  # JAX's name for it (jax.jit)
 
 # dtypes by name, as NumPy's (dg.float32) and PyTorch's (dg.float, dg.double, dg.long: float32, float64, int64)
 from numpy import bool_, float16, float32, float64, int8, int16, int32, int64, uint8  # noqa: E402
-from ._core.errors import user_error as _user_error  # noqa: E402
 
 half, float, double = float16, float32, float64  # noqa: A001
 int, long, bool = int32, int64, bool_  # noqa: A001
-
-
-def device(name="cpu"):
-    """`torch.device`: dagrad computes on one device, the CPU (NumPy); any other is an error."""
-    if str(name).split(":")[0] != "cpu":
-        raise _user_error(ValueError, "dg.device", f"dagrad computes on the CPU only, got {name!r}")
-    return "cpu"
 

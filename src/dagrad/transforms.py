@@ -1,5 +1,6 @@
-"""The functional transforms: grad, value_and_grad, vjp, jvp, jacobian, jacfwd, hessian (JAX's names
-and semantics), built on the reverse sweep and the forward-mode duals of the core.
+"""The functional transforms: grad, value_and_grad, vjp, jvp, jacobian (= jacrev), jacfwd, hessian (JAX's
+names and semantics) and autograd's elementwise_grad, built on the reverse sweep and the forward-mode duals
+of the core.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
 from ._core.tensor import Dual, Tensor, _leaf, enable_grad
+from .ops.reduce import sum as reduce_sum
 from .ops.shape import reshape, stack
 
 _next_level = itertools.count(1).__next__  # each transform boxes its inputs at a level of its own
@@ -203,11 +205,11 @@ def jvp(f, primals, tangents):
     return tree_unflatten(out_def, primal_out), tree_unflatten(out_def, tangent_out)
 
 
-def _array_arg(x, where):
-    if isinstance(x, (list, tuple, dict)):
-        raise user_error(TypeError, where, f"differentiated arguments must be arrays or Tensors, got "
-                         f"{type(x).__name__}")
-    return _differentiable_input(x, where)
+def _input_leaves(x, where):
+    """The leaves of one differentiated argument (an array, a number, a Tensor or a pytree of them),
+    each checked to be a real floating-point value, and the description to rebuild it."""
+    leaves, treedef = tree_flatten(x)
+    return [_differentiable_input(leaf, where) for leaf in leaves], treedef
 
 
 def _basis(shape, k, dtype):
@@ -227,18 +229,22 @@ def _assemble(parts, out_shape, in_shape, dtype, axis):
 def jacobian(f, argnums=0):
     """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element.
 
-    With a tuple `argnums` each result is a tuple (one per argument); a pytree output
-    gives the same pytree of results, as `jax.jacrev`.
+    With a tuple `argnums` each result is a tuple (one per argument). Inputs and outputs may be
+    pytrees (nested lists, tuples, dicts), as in `jax.jacrev`: the result is the outputs' tree
+    whose leaves are the inputs' trees (of blocks `out_leaf.shape + in_leaf.shape`).
 
     >>> import numpy as np
     >>> jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
     array([[2., 0.],
            [0., 4.]])
+    >>> jacobian(lambda p: {"y": p["a"] * p["b"]})({"a": np.ones(2), "b": np.full(2, 3.0)})["y"]["a"]
+    array([[3., 0.],
+           [0., 3.]])
     """
 
     def jacobian_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacobian")
-        in_shapes = [_shape(_array_arg(args[n], "jacobian")) for n in nums]
+        inputs = [_input_leaves(args[n], "jacobian") for n in nums]
         traced = _Traced(f, args, nums, "jacobian")
         out_leaves, out_def = tree_flatten(traced.out)
         for o in out_leaves:
@@ -246,8 +252,13 @@ def jacobian(f, argnums=0):
         results = []
         for out in out_leaves:
             shape, dtype = _shape(out), _dtype(out)
-            rows = [traced.pull([out], [_basis(shape, k, dtype)]) for k in range(int(np.prod(shape)))]
-            per_arg = [_assemble([row[j] for row in rows], shape, in_shapes[j], dtype, 0) for j in range(len(nums))]
+            rows = [[tree_flatten(ct)[0] for ct in traced.pull([out], [_basis(shape, k, dtype)])]
+                    for k in range(int(np.prod(shape)))]
+            per_arg = [
+                tree_unflatten(treedef, [_assemble([row[j][i] for row in rows], shape, _shape(leaf), dtype, 0)
+                                         for i, leaf in enumerate(leaves)])
+                for j, (leaves, treedef) in enumerate(inputs)
+            ]
             results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 
@@ -255,10 +266,13 @@ def jacobian(f, argnums=0):
     return jacobian_f
 
 
+jacrev = jacobian  # JAX's name
+
+
 def jacfwd(f, argnums=0):
     """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element.
 
-    Results are arranged as in `jacobian`.
+    Results are arranged as in `jacobian` (pytrees of inputs and outputs too).
 
     >>> import numpy as np
     >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -268,28 +282,35 @@ def jacfwd(f, argnums=0):
 
     def jacfwd_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
-        columns = []  # per argument: one list of output tangent leaves per input element
+        inputs = [_input_leaves(args[n], "jacfwd") for n in nums]
+        columns = []  # per argument, per input leaf: one list of output tangent leaves per element of the leaf
         out = None
-        for n in nums:
-            x = _array_arg(args[n], "jacfwd")
+        for n, (leaves, treedef) in zip(nums, inputs):
+            per_leaf = []
+            for i, x in enumerate(leaves):
 
-            def f_of_arg(arg, n=n):
-                merged = list(args)
-                merged[n] = arg
-                return f(*merged)
+                def f_of_leaf(leaf, n=n, i=i, leaves=leaves, treedef=treedef):
+                    merged = list(args)
+                    merged[n] = tree_unflatten(treedef, leaves[:i] + [leaf] + leaves[i + 1:])
+                    return f(*merged)
 
-            per_element = []
-            for k in range(int(np.prod(_shape(x)))):
-                out, tangent = jvp(f_of_arg, (x,), (_basis(_shape(x), k, _dtype(x)),))
-                per_element.append(tree_flatten(tangent)[0])
-            columns.append(per_element)
+                per_element = []
+                for k in range(int(np.prod(_shape(x)))):
+                    out, tangent = jvp(f_of_leaf, (x,), (_basis(_shape(x), k, _dtype(x)),))
+                    per_element.append(tree_flatten(tangent)[0])
+                per_leaf.append(per_element)
+            columns.append(per_leaf)
         if out is None:  # every differentiated argument is empty
             out = f(*args)
         out_leaves, out_def = tree_flatten(out)
         results = []
-        for i, o in enumerate(out_leaves):
-            per_arg = [_assemble([col[i] for col in columns[j]], _shape(o), _shape(args[n]), _dtype(o), -1)
-                       for j, n in enumerate(nums)]
+        for o_index, o in enumerate(out_leaves):
+            per_arg = [
+                tree_unflatten(treedef, [
+                    _assemble([col[o_index] for col in columns[j][i]], _shape(o), _shape(leaf), _dtype(o), -1)
+                    for i, leaf in enumerate(leaves)])
+                for j, (leaves, treedef) in enumerate(inputs)
+            ]
             results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 
@@ -308,6 +329,24 @@ def hessian(f, argnums=0):
     h = jacfwd(grad(f, argnums), argnums)
     _name(h, "hessian", f)
     return h
+
+
+def elementwise_grad(f, argnum=0):
+    """HIPS autograd's `elementwise_grad`: the gradient of `sum(f(x))`, which for an elementwise `f` is
+    the derivative of each output element by its own input element (one reverse pass, any shape).
+
+    >>> import numpy as np
+    >>> elementwise_grad(lambda x: x ** 3)(np.array([1.0, 2.0, 3.0]))
+    array([ 3., 12., 27.])
+    """
+
+    def summed(*args, **kwargs):
+        return reduce_sum(f(*args, **kwargs))
+
+    _name(summed, "sum", f)
+    g = grad(summed, argnum)
+    _name(g, "elementwise_grad", f)
+    return g
 
 
 def _name(wrapper, transform, f):
