@@ -258,6 +258,50 @@ class Module:
         """Sets evaluation mode: `train(False)`."""
         return self.train(False)
 
+    def to(self, *args, dtype=None, device=None):
+        """PyTorch's `module.to(dtype)`: every floating parameter and buffer cast to `dtype` in place (the
+        same Tensor objects, so an optimiser holding them keeps working); `to("cpu")` changes nothing.
+
+        >>> import dagrad as dg
+        >>> dg.nn.Linear(2, 1).to(dg.float32).weight.dtype
+        dtype('float32')
+        """
+        for a in args:
+            if not (isinstance(a, str) and a.split(":")[0] == "cpu"):
+                dtype = a
+        if dtype is None:
+            return self
+        dtype = np.dtype(dtype)
+        if dtype.kind != "f":
+            raise user_error(TypeError, "Module.to", f"parameters and buffers can be cast to a floating dtype only, "
+                             f"got {dtype}")
+        for _, t in self.named_parameters():
+            self._cast(t, dtype)
+        for _, t in self.named_buffers():
+            if t.dtype.kind == "f":
+                self._cast(t, dtype)
+        return self
+
+    @staticmethod
+    def _cast(t, dtype):
+        if t.dtype != dtype:
+            t._value = t._value.astype(dtype)
+            if t._grad is not None:
+                t._grad._value = t._grad._value.astype(dtype)
+            mark_written(t)
+
+    def float(self):
+        """Floating parameters and buffers as float32 (`to(float32)`)."""
+        return self.to(np.float32)
+
+    def double(self):
+        """Floating parameters and buffers as float64 (`to(float64)`)."""
+        return self.to(np.float64)
+
+    def half(self):
+        """Floating parameters and buffers as float16 (`to(float16)`)."""
+        return self.to(np.float16)
+
     def requires_grad_(self, requires_grad=True):
         """Sets `requires_grad` on every parameter (freezing a model with False) and returns the module.
 
