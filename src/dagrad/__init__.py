@@ -22,7 +22,8 @@ from .check import GradcheckError, check_grads, gradcheck
 from .compile import compile
 from .function import Function, FunctionCtx
 from .static import (
-    Graph, Session, Variable, assign, constant, get_default_graph, gradients, group, placeholder, reset_default_graph,
+    Graph, Session, Variable, assign, constant, get_default_graph, global_variables, global_variables_initializer,
+    gradients, group, placeholder, reset_default_graph, trainable_variables,
 )
 from . import numpy  # noqa: E402
 from . import linalg

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from .errors import _provenance, caller_line, op_error, user_error, user_line
-from .shapes import SymbolicShape
+from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _leaf, next_seq
 
 
@@ -168,7 +168,32 @@ def node_parts(node, labels):
         args = [show_value(a, labels) for a in node.inputs]
         args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
         body = f"{node.op.name}({', '.join(args)})"
-    return body, f"{tuple(node._shape)} {node._dtype}"
+    return body, f"{shown(node._shape)} {node._dtype}"
+
+
+def shown(shape):
+    """A node's shape as listings and messages show it: `(None, 3)`, or `<any shape>` for an unknown rank."""
+    return "<any shape>" if shape is None else str(tuple(shape))
+
+
+# NumPy's largest rank. A node of unknown rank (its `_shape` is None: a placeholder made with shape=None,
+# or an elementwise result of one) reports this many unknown sizes, so that ops given an axis
+# normalise it and `build` then refuses them for needing the rank, rather than NumPy's "axis out of
+# bounds"; and so that `mean` counts the elements in the graph, as it does for unknown sizes.
+MAX_RANK = 64
+
+
+class AnyShape(SymbolicShape):
+    """The shape of a node whose rank is unknown until Session.run (see MAX_RANK); it prints as
+    `<any shape>`. Ask the node's `ndim` (None) for its rank."""
+
+    def __new__(cls, ref):
+        return super().__new__(cls, (None,) * MAX_RANK, ref)
+
+    def __repr__(self):
+        return "<any shape>"
+
+    __str__ = __repr__
 
 
 class Symbol(Tensor):
@@ -181,6 +206,8 @@ class Symbol(Tensor):
     @property
     def shape(self):
         shape = self._shape
+        if shape is None:
+            return AnyShape(self)
         return SymbolicShape(shape, self) if None in shape else shape
 
     @property
@@ -189,13 +216,14 @@ class Symbol(Tensor):
 
     @property
     def ndim(self):
-        return len(self._shape)
+        """The rank; None when it is unknown until Session.run (as TF1's `ndims`)."""
+        return None if self._shape is None else len(self._shape)
 
     @property
     def size(self):
-        if None in self._shape:
+        if self._shape is None or None in self._shape:
             raise user_error(TypeError, "size", f"the size of {self._label()} is unknown until Session.run: its shape "
-                             f"is {self._shape}")
+                             f"is {shown(self._shape)}")
         return int(np.prod(self._shape, dtype=np.int64))
 
     def _label(self):
@@ -219,8 +247,8 @@ class Symbol(Tensor):
     def __len__(self):
         n = self._shape[0] if self._shape else None
         if n is None:
-            raise user_error(TypeError, "len", f"the length of {self._label()} with shape {self._shape} is not known "
-                             "before Session.run")
+            raise user_error(TypeError, "len", f"the length of {self._label()} with shape {shown(self._shape)} is not "
+                             "known before Session.run")
         return n
 
     def backward(self, *args, **kwargs):
@@ -249,7 +277,7 @@ class Symbol(Tensor):
     def __repr__(self):
         label = f" {self.name!r}" if self.name else ""
         what = self.kind if self.op is None else self.op.name
-        return f"<Symbol{label} {what} : {tuple(self._shape)} {self._dtype}>"
+        return f"<Symbol{label} {what} : {shown(self._shape)} {self._dtype}>"
 
 
 def _refuse(what):
@@ -283,6 +311,10 @@ def checked_value(value, shape, dtype, op, what):
     return np.array(arr, dtype=dtype)
 
 def shape_fits(actual, declared):
+    """Whether a shape fits a declared one: same rank, equal sizes where declared (None: any size or, for the
+    whole shape, any rank)."""
+    if declared is None:
+        return True
     return len(actual) == len(declared) and all(d is None or a == d for a, d in zip(actual, declared))
 
 def new_symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requires_grad=False, name=None,
@@ -291,7 +323,7 @@ def new_symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requ
     s._value = s  # a symbol stands for its own value: rules run on it and build nodes
     s.op, s.inputs, s.attrs = op, inputs, attrs
     s._seq = next_seq()
-    s._shape = tuple(None if n is None else int(n) for n in shape)
+    s._shape = None if shape is None else tuple(None if n is None else int(n) for n in shape)
     s._dtype = np.dtype(dtype)
     s.kind = kind
     s._data = None
@@ -341,11 +373,43 @@ def build(op, args, attrs):
         elif isinstance(a, Tensor):
             a = a.numpy()  # an eager value used in a graph is a constant there
         inputs.append(a)
-    shape = infer_shape(op, [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs], attrs)
+    shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
+    if any(s is None for s in shapes):
+        shape = _any_rank_shape(op, inputs, shapes, attrs)
+    else:
+        shape = infer_shape(op, shapes, attrs)
     dtype = _infer_dtype(op, inputs, attrs)
     requires_grad = any(isinstance(a, Symbol) and a._requires_grad for a in inputs)
     return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs,
                       requires_grad and op.differentiable and dtype.kind == "f")
+
+
+def _any_rank_shape(op, inputs, shapes, attrs):
+    """The shape of a node with an input of unknown rank (None): None (unknown rank again) for an op
+    that works elementwise, () for a reduction over all axes. The op's own shape rule tells, tried with
+    that input as (None,) and as (None, None, None): an answer that is those shapes broadcast (or all
+    ones: a reduction keeping its axes) is elementwise, () both times a full reduction. Any other op needs
+    the rank, and so does one given an axis (counted against no known rank): refused, naming the input."""
+    attrs = attrs or {}
+
+    def answer(rank):
+        tried = [(None,) * rank if s is None else s for s in shapes]
+        try:
+            out, full = tuple(op.shape(*tried, **attrs)), broadcast_shapes(*tried)
+        except Exception:  # the rule refuses the tried shapes: it needs a rank
+            return "refused"
+        return "()" if out == () else "same" if out in (full, (1,) * len(full)) else "other"
+
+    answers = {answer(1), answer(3)} if attrs.get("axis") is None and attrs.get("axes") is None else {"axis"}
+    if answers == {"()"}:
+        return ()
+    if answers == {"same"}:
+        return None
+    ref = next(a for a, s in zip(inputs, shapes) if s is None)
+    raise user_error(ValueError, op.name, f"needs the rank of its input, but {ref._label()} has an unknown shape "
+                     f"(a placeholder made with shape=None, or a result of one): only elementwise operations and "
+                     f"reductions over all axes accept it. Give the placeholder a shape, such as (None,) or "
+                     f"(None, None) (None: any size)")
 
 
 def infer_shape(op, shapes, attrs, during=None, built_at=None):
@@ -392,7 +456,8 @@ def _run_stand_ins(op, inputs, attrs):
     dummies = []
     for a in inputs:
         if isinstance(a, Symbol):
-            dummies.append(np.broadcast_to(np.ones((), a._dtype), tuple(1 if n is None else n for n in a._shape)))
+            # (an input of unknown rank stands in as a scalar: only the dtype is wanted)
+            dummies.append(np.broadcast_to(np.ones((), a._dtype), tuple(1 if n is None else n for n in a._shape or ())))
         else:
             dummies.append(a)
     try:

@@ -30,7 +30,7 @@ class Adagrad(Optimizer):
     tensor([ 0.5, -1.5], requires_grad=True)
     """
 
-    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
+    def __init__(self, params=None, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
                  *, maximize=False):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize))

@@ -3,8 +3,10 @@
 Eager mode: the parameters are leaf Tensors and `step()` updates each one's NumPy array in place
 from its `.grad`. Static mode: the parameters are `dg.Variable`s and `minimize(loss)` builds the
 gradients and updates into the graph (the state becomes non-trainable Variables), returning one
-`dg.group` node: one run is one step. Each optimiser writes its update once with NumPy-style
-operators, so both modes do the arithmetic of PyTorch 2.13's single-tensor code in the same order.
+`dg.group` node: one run is one step. As in TF1, an optimiser made without parameters
+(`SGD(lr=0.1)`) trains, at each `minimize(loss)`, the trainable Variables the loss depends on.
+Each optimiser writes its update once with NumPy-style operators, so both modes do the arithmetic
+of PyTorch 2.13's single-tensor code in the same order.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import numpy as np
 
 from .. import numpy as dnp
 from .._core.errors import user_error
-from .._core.ir import Symbol, atomic
+from .._core.ir import Symbol, atomic, shown, walk
 from .._core.tensor import Tensor, enable_grad, mark_written
-from ..static.graph import Variable
+from ..static.graph import Variable, trainable_variables
 from ..static.graph import group as group_updates
 from ..static.session import gradients
 
@@ -33,7 +35,7 @@ class _ParamGroup(dict):
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
         if key == "lr" and self._lr_variable is not None:
-            self._lr_variable.value = float(value)
+            _set_lr(self._lr_variable, value)
 
     def update(self, *args, **kwargs):
         for key, value in dict(*args, **kwargs).items():
@@ -43,6 +45,15 @@ class _ParamGroup(dict):
         if key not in self:
             self[key] = default
         return self[key]
+
+
+def _set_lr(variable, lr):
+    """Sets a group's learning-rate Variable. Its initial value follows: the rate is the group's option, not
+    state, so `global_variables_initializer` must not put an old rate back."""
+    variable.value = float(lr)
+    initial = np.array(variable.value)
+    initial.flags.writeable = False
+    variable.initial_value = initial
 
 
 def _scalar(x, dtype):
@@ -125,6 +136,10 @@ class Optimizer:
         self.state = {}
         self.param_groups = []
         self._check_options(self.defaults, op)
+        # no parameters (TF1's habit): each minimize(loss) trains the trainable Variables the loss depends on
+        self._collects = params is None
+        if params is None:
+            return
         if isinstance(params, (Tensor, dict, str)) or not hasattr(params, "__iter__"):
             raise user_error(TypeError, op, f"params must be an iterable of Tensors (or of dicts of parameter "
                              f"groups), got a {type(params).__name__}; wrap it in a list")
@@ -273,6 +288,10 @@ class Optimizer:
             raise user_error(TypeError, f"{type(self).__name__}.step", "step() updates eager tensors, but its "
                              "parameters are Variables of a static graph: build the training step once with "
                              "`train = opt.minimize(loss)` and run it with `sess.run(train, feed_dict)`")
+        if not self.param_groups:
+            raise user_error(TypeError, f"{type(self).__name__}.step", "the optimizer was given no parameters, "
+                             "so it only trains static graphs: build the training step once with `train = "
+                             "opt.minimize(loss)` and run it with `sess.run(train, feed_dict)`")
         loss = None
         if closure is not None:
             with enable_grad():
@@ -338,17 +357,20 @@ class Optimizer:
                           f"{g.dtype}{unchanged}", p, grad)
 
     # -- static mode
-    def minimize(self, loss):
+    def minimize(self, loss, var_list=None):
         """One training step as a node of the parameters' static graph (`dg.group` of `assign`s).
 
-        The optimiser's state and each group's learning rate become non-trainable Variables of the
+        The Variables trained: `var_list` if given (TF1's keyword; those not yet the optimizer's join it
+        as a new parameter group), else the optimizer's parameters, or, for an optimizer made without
+        any (`SGD(lr=0.1)`, TF1's habit), the trainable Variables that the loss depends on. The
+        optimiser's state and each group's learning rate become non-trainable Variables of the
         graph. Running the node with `Session.run` is one step.
 
         >>> import dagrad as dg, numpy as np
         >>> with dg.Graph() as g:
         ...     w = dg.Variable(np.array([1.0, -2.0]), name="w")
         ...     loss = (w * w).sum()
-        ...     train = dg.optim.SGD([w], lr=0.1).minimize(loss)
+        ...     train = dg.optim.SGD(lr=0.1).minimize(loss)   # or SGD([w], lr=0.1).minimize(loss)
         >>> sess = dg.Session(g)
         >>> for _ in range(2):
         ...     sess.run(train)
@@ -357,7 +379,7 @@ class Optimizer:
         """
         name = type(self).__name__
         op = f"{name}.minimize"
-        if not self._static:
+        if self.param_groups and not self._static:
             raise user_error(TypeError, op, "minimize(loss) builds a training step into a static graph, but the "
                              "parameters are eager tensors: in eager mode call loss.backward() and then opt.step() "
                              "(and opt.zero_grad() before the next backward)")
@@ -365,23 +387,31 @@ class Optimizer:
             raise user_error(TypeError, op, f"the loss must be a node of the parameters' static graph, got "
                              f"{type(loss).__name__}")
         graph = loss.graph
-        params = self._params()
+        params = self._trained(loss, var_list, op)
         for p in params:
             if p.graph is not graph:
                 raise user_error(ValueError, op, f"Variable {p.name!r} belongs to another graph than the loss")
-        if tuple(loss._shape) != ():
-            raise user_error(ValueError, op, f"the loss must be a scalar, got shape {tuple(loss._shape)}", loss)
+        if loss._shape != ():
+            raise user_error(ValueError, op, f"the loss must be a scalar, got shape {shown(loss._shape)}", loss)
         # all or nothing: a failure removes the nodes built here and restores the optimiser's own state
         saved_state = dict(self.state)
+        saved_groups = list(self.param_groups)
         saved_lr = [g._lr_variable for g in self.param_groups]
         try:
+            known = {id(p) for p in self._params()}
+            new = [p for p in params if id(p) not in known]
+            if new:
+                self._add_param_group({"params": new}, op)
             with graph, atomic():
                 grads = dict(zip(map(id, params), gradients(loss, params)))
                 updates = []
                 for group_ in self.param_groups:
+                    trained = [p for p in group_["params"] if id(p) in grads]
+                    if group_["params"] and not trained:
+                        continue
                     lr = self._lr_variable(group_)
                     options = dict(group_, lr=lr)
-                    for p in group_["params"]:
+                    for p in trained:
                         state = self._state_variables(p, group_)
                         new_value, new_state = self._update(p, grads[id(p)], dict(state), options)
                         updates.append(p.assign(new_value))
@@ -390,9 +420,41 @@ class Optimizer:
         except BaseException:
             self.state.clear()
             self.state.update(saved_state)
+            self.param_groups = saved_groups
             for g, lr in zip(self.param_groups, saved_lr):
                 g._lr_variable = lr
             raise
+
+    def _trained(self, loss, var_list, op):
+        """The Variables `minimize(loss, var_list)` trains (checked, nothing changed yet)."""
+        if var_list is not None:
+            if isinstance(var_list, Symbol):
+                var_list = [var_list]
+            try:
+                if isinstance(var_list, (dict, str, set, frozenset)):
+                    raise TypeError
+                params = list(var_list)
+            except TypeError:
+                raise user_error(TypeError, op, f"var_list must be a list of dg.Variables, got "
+                                 f"{type(var_list).__name__}") from None
+            for p in params:
+                if not _is_variable(p):
+                    raise user_error(TypeError, op, f"var_list must hold dg.Variables, got {type(p).__name__}")
+                self._check_param(p, op)
+            if len({id(p) for p in params}) != len(params):
+                raise user_error(ValueError, op, "some Variables appear more than once in var_list")
+            if not params:
+                raise user_error(ValueError, op, "var_list is empty: no Variables to optimize")
+            return params
+        if not self._collects:
+            return self._params()
+        needed = walk([loss])
+        params = [v for v in trainable_variables(loss.graph) if v in needed and v.dtype.kind == "f"]
+        if not params:
+            raise user_error(ValueError, op, "no Variables to optimize: the loss depends on no trainable "
+                             "floating-point Variable of its graph (dg.Variable(..., trainable=True), the default)",
+                             loss)
+        return params
 
     def _lr_variable(self, group):
         if group._lr_variable is None:
@@ -555,7 +617,7 @@ class Optimizer:
         self.param_groups = new_groups
         for group in new_groups:
             if group._lr_variable is not None:
-                group._lr_variable.value = float(group["lr"])
+                _set_lr(group._lr_variable, group["lr"])
             for p in group["params"]:
                 self._load_param_state(p, new_state.get(p, {}), group)
 

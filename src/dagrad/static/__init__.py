@@ -1,9 +1,23 @@
 """Static graphs (define, then run): placeholders, variables, a Session, symbolic gradients."""
 
-from .graph import Graph, Symbol, Variable, assign, constant, get_default_graph, group, placeholder, reset_default_graph
+from .graph import (
+    Graph,
+    Symbol,
+    Variable,
+    assign,
+    constant,
+    get_default_graph,
+    global_variables,
+    global_variables_initializer,
+    group,
+    placeholder,
+    reset_default_graph,
+    trainable_variables,
+)
 from .session import Session, gradients
 
 __all__ = [
     "Graph", "Symbol", "Variable", "constant", "get_default_graph", "placeholder", "reset_default_graph",
-    "Session", "assign", "gradients", "group",
+    "Session", "assign", "gradients", "group", "global_variables", "global_variables_initializer",
+    "trainable_variables",
 ]

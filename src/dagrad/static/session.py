@@ -5,6 +5,11 @@ need are copied with their sizes made concrete, optimised and compiled to a Pyth
 function over NumPy (the machinery of `dg.compile`), which every later run with that
 signature calls. A Session keeps at most CACHE_SIZE compiled functions and FETCH_SETS
 fetch sets, dropping the least recently used; threads may share it.
+
+A gradient through a node of unknown rank (from a placeholder of any shape) cannot be built
+with the graph: the rules need ranks to undo broadcasts and reductions. `gradients` then
+builds a deferred node per x, and `Session.run` builds the real gradient in its copy, once
+the feeds' shapes are known (`_expanded`).
 """
 
 from __future__ import annotations
@@ -15,18 +20,27 @@ import numpy as np
 
 from .._core.autodiff import reverse_sweep
 from .._core.errors import user_error
-from .._core.ir import Graph, Symbol, atomic, checked_value, get_default_graph, new_symbol
+from .._core.ir import Graph, Symbol, atomic, checked_value, get_default_graph, infer_shape, new_symbol
 from .._core.ir import ancestors as _ancestors
+from .._core.op import Op
 from .._core.pytree import tree_flatten, tree_unflatten
 from ..compile.cache import LRUCache
 from ..compile.codegen import generate
 from ..compile.passes import optimize
 from ..compile.program import from_graph
 from ..compile.trace import explain
-from ..ops.elementwise import full_like
+from ..ops.elementwise import astype, full_like
 
 CACHE_SIZE = 64  # compiled functions (fetch set and feed shapes) a Session keeps
 FETCH_SETS = 64  # fetch sets whose analysis a Session keeps
+
+
+def _not_expanded(*inputs, **attrs):
+    raise RuntimeError("a deferred gradient is built by Session.run, which replaces it before anything runs")
+
+
+# a deferred gradient: inputs (*ys, *seeds, *xs), attrs ys (how many) and x (which x it is the gradient for)
+_GRADIENT = Op("gradients", _not_expanded, None, None, lambda *shapes, ys, x: shapes[2 * ys + x], False)
 
 def gradients(ys, xs, grad_ys=None):
     """Symbolic gradients: nodes computing d(sum of ys)/d x for each x, built in the graph.
@@ -53,18 +67,32 @@ def gradients(ys, xs, grad_ys=None):
         grad_ys = [grad_ys] if not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
         if len(grad_ys) != len(ys):
             raise user_error(ValueError, "gradients", f"{len(ys)} ys but {len(grad_ys)} grad_ys")
+    within = _between(xs, ys)
     with atomic():  # all or nothing: a failure removes every node built so far
         if grad_ys is None:
             seeds = [full_like(y, 1) for y in ys]
         else:  # plain values become constants of the graph, so every gradient is a node
             seeds = [s if isinstance(s, Symbol) else _constant_like(y, s) for y, s in zip(ys, grad_ys)]
+        if any(n._shape is None or n.op is _GRADIENT for n in within):
+            results = [_deferred(ys, seeds, xs, i) for i in range(len(xs))]
+            return results[0] if single_x else results
         roots = [(y, s) for y, s in zip(ys, seeds) if y._requires_grad]
         found = {}
         if roots:
             found = reverse_sweep([y for y, _ in roots], [s for _, s in roots], 0, graph_mode=True, targets=set(xs),
-                                  within=_between(xs, [y for y, _ in roots]))
+                                  within=within)
         results = [found.get(x) if found.get(x) is not None else full_like(x, 0) for x in xs]
     return results[0] if single_x else results
+
+
+def _deferred(ys, seeds, xs, i):
+    """The deferred gradient for xs[i]; its dtype is the one the rules give when no other dtype enters."""
+    x = xs[i]
+    dtype = x._dtype
+    if dtype.kind == "f":
+        dtype = np.result_type(dtype, *[y._dtype for y in ys if y._dtype.kind == "f"])
+    return new_symbol(x.graph, "op", x._shape, dtype, _GRADIENT, (*ys, *seeds, *xs), {"ys": len(ys), "x": i},
+                      requires_grad=dtype.kind == "f")
 
 
 def _listed(nodes):
@@ -77,7 +105,7 @@ def _listed(nodes):
 
 
 def _between(xs, ys):
-    """The nodes on some path from an x to a y: only their gradients are worth building."""
+    """The nodes on some path from an x to a y (the xs included): only their gradients are worth building."""
     depends = dict.fromkeys(xs, True)
     for node in _ancestors(ys):
         if node not in depends and node.inputs and any(isinstance(a, Symbol) and a in depends for a in node.inputs):
@@ -93,7 +121,7 @@ def _constant_like(y, value):
 
 
 class _FetchSet:
-    """What one fetch set needs: its placeholders and its updates."""
+    """What one fetch set needs: its placeholders, its updates and the Variables it resets."""
 
     def __init__(self, fetches):
         order = _ancestors(fetches)
@@ -106,20 +134,67 @@ class _FetchSet:
                     raise user_error(ValueError, "Session.run", f"Variable {variable.name!r} is assigned twice in "
                                      "one run")
                 self.updates[variable] = (node, value)
-        self.values = [f for f in fetches if f.kind not in ("assign", "group")]
+        # global_variables_initializer: its Variables are reset when the run's updates are applied
+        self.resets = list(dict.fromkeys(v for n in order if n.kind == "initializer" for v in n.inputs))
+        for variable in self.resets:
+            if variable in self.updates:
+                raise user_error(ValueError, "Session.run", f"Variable {variable.name!r} is both assigned and reset "
+                                 "(by global_variables_initializer) in one run")
+        self.values = [f for f in fetches if f.kind not in ("assign", "group", "initializer")]
+        self.deferred = any(n.op is _GRADIENT for n in order)
 
     def compile(self, feeds):
         """(generated function, its placeholders, its variables) for these feeds' shapes."""
         shapes = {p: feeds[p].shape for p in self.placeholders}
-        program, placeholders, variables = from_graph(
-            self.values, [(variable, value) for variable, (_, value) in self.updates.items()], shapes)
+        values, updates = self.values, [(variable, value) for variable, (_, value) in self.updates.items()]
+        originals = {}
+        if self.deferred:
+            values, updates, shapes, originals = _expanded(values, updates, shapes)
+        program, placeholders, variables = from_graph(values, updates, shapes)
         optimize(program)
-        return generate(program, "run"), placeholders, variables
+        return (generate(program, "run"), [originals.get(p, p) for p in placeholders],
+                [originals.get(v, v) for v in variables])
+
+
+def _expanded(values, updates, shapes):
+    """A copy, in a graph of its own, of the nodes that `values` and `updates` [(variable, value)] need,
+    with the placeholders' fed `shapes` and every deferred gradient built by `gradients` on the copies.
+    Returns values, updates and shapes in terms of the copies, and {copy: original} for placeholders and
+    variables (the compiled function's arguments)."""
+    graph = Graph()
+    copies, originals, built = {}, {}, {}
+    for node in _ancestors(list(values) + [v for _, v in updates if isinstance(v, Symbol)]):
+        if node.kind in ("placeholder", "variable", "constant"):
+            copy = new_symbol(graph, node.kind, shapes.get(node, node._shape), node._dtype, name=node.name,
+                              requires_grad=node._requires_grad)
+            copy._data = node._data
+            originals[copy] = node
+        elif node.op is _GRADIENT:
+            n, i = node.attrs["ys"], node.attrs["x"]
+            if node.inputs not in built:  # one sweep serves every x of one `gradients` call
+                args = [copies[a] for a in node.inputs]
+                built[node.inputs] = gradients(args[:n], args[2 * n:], args[n:2 * n])
+            copy = built[node.inputs][i]
+            if copy._dtype != node._dtype:  # the nodes built on it expect the dtype it was given
+                copy = astype(copy, node._dtype)
+            copies[node] = copy
+            continue
+        elif node.kind == "op":
+            args = [copies[a] if isinstance(a, Symbol) else a for a in node.inputs]
+            shape = infer_shape(node.op, [a._shape if isinstance(a, Symbol) else np.shape(a) for a in args],
+                                node.attrs, during="Session.run", built_at=node.where)
+            copy = new_symbol(graph, "op", shape, node._dtype, node.op, tuple(args), node.attrs, node._requires_grad)
+        else:  # updates and groups: the caller's
+            continue
+        copy.where, copy.grad_of = node.where, node.grad_of
+        copies[node] = copy
+    return ([copies[v] for v in values], [(var, copies[v] if isinstance(v, Symbol) else v) for var, v in updates],
+            {copies[p]: shape for p, shape in shapes.items() if p in copies}, originals)
 
 
 def _fetched(node, value):
     """What run returns for a fetch: None for a group, else a value the caller may modify freely."""
-    if node.kind == "group":
+    if node.kind in ("group", "initializer"):
         return None
     if node.kind in ("variable", "constant", "assign"):
         return np.array(value, copy=True)
@@ -140,6 +215,9 @@ class Session:
     [array([2., 4.]), array(3.)]
     >>> w.value
     array(3.)
+
+    As in TF1, `with dg.Session() as sess:` closes it at the end of the block; a closed
+    session's compiled code is released, and running it is an error.
     """
 
     def __init__(self, graph=None):
@@ -148,8 +226,23 @@ class Session:
         self.graph = graph if graph is not None else get_default_graph()
         self._fetch_sets = LRUCache(FETCH_SETS)  # fetches -> _FetchSet
         self._code = LRUCache(CACHE_SIZE)  # (fetches, feed shapes) -> what _FetchSet.compile returns
+        self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Releases the compiled code; the session can no longer run (closing again does nothing)."""
+        self._closed = True
+        self._fetch_sets.clear()
+        self._code.clear()
 
     def run(self, fetches, feed_dict=None):
+        if self._closed:  # TF1's words
+            raise user_error(RuntimeError, "Session.run", "Attempted to use a closed Session.")
         leaves, treedef = tree_flatten(fetches)
         for f in leaves:
             if not isinstance(f, Symbol):
@@ -213,12 +306,15 @@ class Session:
         return feeds
 
     def _commit(self, fetch_set, new_values):
-        """Checks every update of the run, then applies them all (or none). Returns {assign node: value}."""
+        """Checks every update of the run, then applies them all (or none) and the resets. Returns {assign node:
+        value}."""
         updates = fetch_set.updates
         checked = [checked_value(value, var._shape, var._dtype, "Session.run", f"update of Variable {var.name!r}")
                    for var, value in zip(updates, new_values)]
         for variable, value in zip(updates, checked):
             variable._data = value
+        for variable in fetch_set.resets:
+            variable._data = np.array(variable.initial_value, copy=True)
         return {node: value for (node, _), value in zip(updates.values(), checked)}
 
 
