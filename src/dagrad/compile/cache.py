@@ -56,3 +56,8 @@ class LRUCache:
 
     def __len__(self):
         return len(self._entries)
+
+    def clear(self):
+        """Drops every entry (a closed Session releases its compiled code)."""
+        with self._lock:
+            self._entries.clear()
