@@ -88,21 +88,21 @@ def in_place(t, name, compute, *others):
     return t
 
 
-def _augmented(function, symbol):
+def _augmented(function, symbol, name):
     def method(self, other):
         if self._level or self._symbolic:  # immutable: the name is bound to a new value, as in JAX
             return function(self, other)
         return in_place(self, symbol, function, other)
 
-    method.__name__ = f"__i{function.__name__}__"
+    method.__name__ = method.__qualname__ = name
     return method
 
 
-__iadd__ = _augmented(ew.add, "+=")
-__isub__ = _augmented(ew.subtract, "-=")
-__imul__ = _augmented(ew.multiply, "*=")
-__itruediv__ = _augmented(ew.divide, "/=")
-__ipow__ = _augmented(ew.power, "**=")
+__iadd__ = _augmented(ew.add, "+=", "__iadd__")
+__isub__ = _augmented(ew.subtract, "-=", "__isub__")
+__imul__ = _augmented(ew.multiply, "*=", "__imul__")
+__itruediv__ = _augmented(ew.divide, "/=", "__itruediv__")
+__ipow__ = _augmented(ew.power, "**=", "__ipow__")
 
 
 def _scaled(other, alpha):
