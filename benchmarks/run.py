@@ -691,6 +691,37 @@ def make_train_steps(dtype):
         lambda: sum(((lin.weight.value.T, lin.bias.value) for lin in linears), ()),
     )
 
+    # dagrad compiled: the same PyTorch-style step under dg.compile, as torch.compile users write it (issue 14)
+    cmodel = nn.Sequential(
+        nn.Linear(64, 128, dtype=dtype),
+        nn.Tanh(),
+        nn.Linear(128, 128, dtype=dtype),
+        nn.Tanh(),
+        nn.Linear(128, 10, dtype=dtype),
+    )
+    clinears = [cmodel[0], cmodel[2], cmodel[4]]
+    for layer, w, bias in zip(clinears, init[0::2], init[1::2]):
+        layer.weight.value[...] = w.T
+        layer.bias.value[...] = bias
+    copt = dg.optim.SGD(cmodel.parameters(), lr=lr)
+
+    @dg.compile
+    def compiled_step(xb, lb):
+        copt.zero_grad()
+        loss = nn.functional.cross_entropy(cmodel(xb), lb)
+        loss.backward()
+        copt.step()
+        return loss
+
+    def dagrad_compiled_step(b):
+        xb, lb, _ = data[b]
+        return float(compiled_step(xb, lb))
+
+    steps["dagrad compiled (nn + optim step)"] = (
+        dagrad_compiled_step,
+        lambda: sum(((lin.weight.value.T, lin.bias.value) for lin in clinears), ()),
+    )
+
     # PyTorch eager, idiomatic
     tdtype = getattr(torch, dtype)
     tmodel = torch.nn.Sequential(
@@ -1151,6 +1182,11 @@ def targets_table_training(train, scalar, memory):
                     ratio <= limit,
                 )
             )
+    for dtype in TRAIN["dtypes"]:  # issue 14: the PyTorch-style step under dg.compile
+        for b, limit in zip(TRAIN["batches"], (1.1, 1.35)):
+            ratio = median(train[(dtype, b)]["dagrad compiled (nn + optim step)"]) / median(train[(dtype, b)][floor])
+            checks.append((f"MLP step (e), {dtype}, batch {b}: dagrad compiled PyTorch-style step / NumPy",
+                           f"{ratio:.2f}", f"≤ {limit}", ratio <= limit))
     if "micrograd" in scalar:
         ratio = median(scalar["dagrad eager (0-d tensors)"]) / median(scalar["micrograd"])
         checks.append(("scalar MLP: dagrad eager / micrograd", f"{ratio:.2f}", "≤ 1", ratio <= 1))

@@ -100,6 +100,10 @@ class Graph:
         self._names = {}
         self.tracing = None  # the name of the function dg.compile is tracing into this graph, if any
         self.traced_for = None  # then: the user's line whose call made dg.compile trace it
+        # while dg.compile traces: inputs read at each call {key: (node, read)}, values written back after
+        # each call [(node, write)], and what `loss.backward()` on a node of this graph does
+        self.reads, self.writes, self.backward_hook = {}, [], None
+        self.params = {}  # the eager tensors captured as inputs: id -> (tensor, node)
 
     def __enter__(self):
         graph_state.stack.append(self)
@@ -126,6 +130,23 @@ class Graph:
 
     def __getitem__(self, name):
         return self._names[name]
+
+    def read_at_call(self, key, read, shape, dtype, name, requires_grad=False):
+        """An input of the function dg.compile is tracing that is no argument: its value is `read()`
+        again at each call (an eager tensor the function closes over, an optimiser's state); one node
+        per `key`."""
+        entry = self.reads.get(key)
+        if entry is None:
+            node = new_symbol(self, "placeholder", shape, dtype, requires_grad=requires_grad, name=name)
+            entry = self.reads[key] = (node, read)
+        return entry[0]
+
+    def capture(self, tensor):
+        """The input node standing for an eager tensor that requires grad (a parameter) read by the traced
+        function: read at each call, so training between calls is seen, and differentiable."""
+        node = self.read_at_call(id(tensor), lambda: tensor._value, tensor.shape, tensor.dtype, "param", True)
+        self.params[id(tensor)] = (tensor, node)
+        return node
 
     @property
     def variables(self):
@@ -251,7 +272,9 @@ class Symbol(Tensor):
                              "known before Session.run")
         return n
 
-    def backward(self, *args, **kwargs):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        if self.graph.backward_hook is not None:  # inside dg.compile: the gradients become nodes
+            return self.graph.backward_hook(self, gradient)
         raise user_error(TypeError, "backward", "called on a symbolic tensor: in a static graph use "
                          "dg.gradients(ys, xs)")
 
@@ -362,7 +385,6 @@ def ancestors(nodes):
 def build(op, args, attrs):
     """The node for `op` applied to `args`, at least one of them a Symbol (called by dispatch)."""
     graph = None
-    inputs = []
     for a in args:
         if isinstance(a, Symbol):
             if graph is None:
@@ -370,8 +392,13 @@ def build(op, args, attrs):
             elif a.graph is not graph:
                 raise user_error(ValueError, op.name, "inputs come from different graphs",
                                  *[x for x in args if isinstance(x, Symbol)])
-        elif isinstance(a, Tensor):
-            a = a.numpy()  # an eager value used in a graph is a constant there
+    inputs = []
+    for a in args:
+        if isinstance(a, Tensor) and not isinstance(a, Symbol):
+            if graph.tracing is not None and a._requires_grad and a.op is None:
+                a = graph.capture(a)  # a parameter of a traced training step: an input read at each call
+            else:
+                a = a.numpy()  # an eager value used in a graph is a constant there
         inputs.append(a)
     shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
     if any(s is None for s in shapes):

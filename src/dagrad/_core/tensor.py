@@ -78,6 +78,21 @@ _new = object.__new__
 next_seq = itertools.count(1).__next__
 
 
+class _TraceGrads(threading.local):
+    saved = None  # while dg.compile traces: {tensor: its .grad before the traced function changed it}
+
+
+trace_grads = _TraceGrads()
+
+
+def note_grad_change(t):
+    """Remembers, while dg.compile traces, t's gradient from before the trace changed it: the trace
+    restores it, and knows the function cleared it (so a call does not add to the gradient it finds)."""
+    saved = trace_grads.saved
+    if saved is not None and t not in saved:
+        saved[t] = t._grad
+
+
 class _Version:
     """A tensor's version counter (shared with its `detach()`es, which share its storage): how many
     in-place writes its values have had, and when and where the latest was made."""
@@ -142,7 +157,10 @@ def mark_written(t):
     owner = _owner(t._value)
     if owner is not None:
         key = id(owner)
-        _STORAGE_WRITES[key] = (weakref.ref(owner, lambda ref, key=key: _forget(ref, key)), version)
+        entry = _STORAGE_WRITES.get(key)
+        if entry is None or entry[0]() is not owner:  # the weak reference is made once per array
+            entry = (weakref.ref(owner, functools.partial(_forget, key=key)), None)
+        _STORAGE_WRITES[key] = (entry[0], version)
     frame = _getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
@@ -243,6 +261,7 @@ class Tensor:
                                  f"dtype {self.dtype}", self)
             if isinstance(new, np.ndarray):
                 new = _leaf(np.array(new), False)
+        note_grad_change(self)
         self._grad = new
 
     @property
@@ -366,6 +385,7 @@ class Tensor:
 
     def zero_grad(self, set_to_none: bool = True):
         """Clears `.grad` (to None, or to zeros with `set_to_none=False`)."""
+        note_grad_change(self)
         self._grad = None if set_to_none or self._grad is None else _leaf(np.zeros_like(self._grad._raw()), False)
 
     def __repr__(self):

@@ -61,3 +61,8 @@ class LRUCache:
         """Drops every entry (a closed Session releases its compiled code)."""
         with self._lock:
             self._entries.clear()
+
+    def discard(self, key):
+        """Drops `key`'s entry, if any."""
+        with self._lock:
+            self._entries.pop(key, None)

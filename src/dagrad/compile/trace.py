@@ -6,10 +6,12 @@ import functools
 
 import numpy as np
 
+from .._core.autodiff import reverse_sweep
 from .._core.errors import caller_line, user_error
 from .._core.ir import Graph, Symbol, new_symbol
 from .._core.pytree import tree_flatten, tree_unflatten
-from .._core.tensor import Tensor, _grad_mode, _leaf
+from .._core.tensor import Tensor, _grad_mode, _leaf, note_grad_change, trace_grads
+from ..ops.elementwise import full_like
 from .cache import LRUCache
 from .codegen import generate, identifier
 from .export import export_module
@@ -76,6 +78,14 @@ class Compiled:
             arrays = [leaf.numpy() if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
         else:
             arrays = [leaves[k] for k in entry.arrays]
+        if entry.reads:  # what the traced function reads besides its arguments: parameters, optimiser state
+            extra = [read() for read in entry.reads]
+            if any(np.shape(v) != s or v.dtype != d for v, (s, d) in zip(extra, entry.read_types)):
+                # a parameter or state changed shape or dtype since the trace (module.to(float32)): trace again
+                self._cache.discard(key)
+                entry = self._cache.put(key, self._trace(leaves, entry.in_def))
+                extra = [read() for read in entry.reads]
+            arrays = arrays + extra
         if not self.optimize:  # the reference: each op's own forward, node by node
             results = eval_graph(entry.program, arrays, "dg.compile(..., optimize=False)")
         else:
@@ -83,6 +93,15 @@ class Compiled:
                 results = entry.generated.function(*arrays)
             except Exception as err:
                 raise explain(err, entry.generated, "compiled code") from err
+        if entry.writes:  # what it changed: parameters, their gradients, optimiser state (after every read)
+            n = len(results) - len(entry.writes)
+            taken = {id(a) for a in arrays}  # a value written back is copied if it is an input or seen twice
+            for write, value in zip(entry.writes, results[n:]):
+                write(np.array(value) if id(value) in taken else value)
+                taken.add(id(value))
+            results = results[:n]
+        for tensor in entry.cleared:
+            tensor._grad = None
         if entry.wrap:
             results = [_leaf(np.asarray(r), False) for r in results]
         if entry.out_def is None:
@@ -106,6 +125,9 @@ class Compiled:
         """Writes a standalone module (NumPy only) computing this function for these arguments'
         signature; see `dagrad.compile.export`."""
         entry = self._entry_for(args, kwargs)
+        if entry.reads:
+            raise user_error(ValueError, "export", "the function reads parameters or optimiser state it does not take "
+                             "as arguments (a training step): only functions of their arguments can be exported")
         return export_module(path, entry, self.f)
 
     def _entry_for(self, args, kwargs):
@@ -131,16 +153,27 @@ class Compiled:
         names = leaf_names(self.f, treedef, len(leaves))
         arrays = [k for k, leaf in enumerate(leaves) if _is_array(leaf)]
         traced = list(leaves)  # the array leaves replaced by placeholders
-        with graph:
-            for k in arrays:
-                value = leaves[k].numpy() if isinstance(leaves[k], Tensor) else np.asarray(leaves[k])
-                traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
-                                       requires_grad=value.dtype.kind == "f", name=names[k])
-            args, kwargs = tree_unflatten(treedef, traced)
-            out = self.f(*args, **kwargs)
+        graph.backward_hook = functools.partial(_traced_backward, graph)
+        outer, trace_grads.saved = trace_grads.saved, {}
+        try:
+            with graph:
+                for k in arrays:
+                    value = leaves[k].numpy() if isinstance(leaves[k], Tensor) else np.asarray(leaves[k])
+                    traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
+                                           requires_grad=value.dtype.kind == "f", name=names[k])
+                args, kwargs = tree_unflatten(treedef, traced)
+                out = self.f(*args, **kwargs)
+        finally:
+            touched, trace_grads.saved = trace_grads.saved, outer
+            graph.backward_hook = None
+            # the trace leaves every .grad as it found it: each call sets them
+            grads_after = {t: t._grad for t in touched}
+            for t, before in touched.items():
+                t._grad = before
+        cleared = _grad_writes(graph, grads_after)
         out_leaves, out_def = tree_flatten(out)
-        outputs = [_output(o, graph) for o in out_leaves]
-        inputs = [traced[k] for k in arrays]
+        outputs = [_output(o, graph) for o in out_leaves] + [node for node, _ in graph.writes]
+        inputs = [traced[k] for k in arrays] + [node for node, _ in graph.reads.values()]
         program = Program(graph, inputs, outputs)
         if self.optimize:
             report = optimize(program)
@@ -151,7 +184,65 @@ class Compiled:
         entry = _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
         entry.in_def = treedef
         entry.static_leaves = {k: leaf for k, leaf in enumerate(leaves) if k not in arrays}
+        entry.reads = [read for _, read in graph.reads.values()]
+        entry.read_types = [(tuple(node._shape), node._dtype) for node, _ in graph.reads.values()]
+        entry.writes = [write for _, write in graph.writes]
+        entry.cleared = cleared
         return entry
+
+
+def _traced_backward(graph, loss, gradient):
+    """`loss.backward()` inside a function dg.compile traces (PyTorch's training step): the gradients of
+    the parameters the loss depends on, as nodes, accumulated into their `.grad` as eager backward would;
+    each call of the compiled function then sets the parameters' `.grad` to the computed values."""
+    if tuple(loss._shape) != () and gradient is None:
+        raise user_error(ValueError, "backward", f"grad can be created implicitly only for a one-element output, "
+                         f"got shape {tuple(loss._shape)}; pass grad= of that shape", loss)
+    if not loss._requires_grad:
+        raise user_error(RuntimeError, "backward", "the loss does not depend on any parameter that requires grad",
+                         loss)
+    params = {node: tensor for tensor, node in graph.params.values()}
+    seed = full_like(loss, 1) if gradient is None else gradient
+    found = reverse_sweep([loss], [seed], 0, graph_mode=True, targets=set(params))
+    for node, tensor in params.items():
+        g = found.get(node)
+        if g is None:
+            continue
+        cleared = tensor in trace_grads.saved  # the traced function set this .grad itself (zero_grad)
+        note_grad_change(tensor)
+        before = tensor._grad
+        if isinstance(before, Symbol):
+            g = before + g
+        elif before is not None and cleared:
+            g = before.numpy() + g  # set inside the function (zero_grad(set_to_none=False)): a constant
+        elif not cleared:
+            # the .grad the caller has at each call is added to, as eager backward adds to it
+            incoming = graph.read_at_call(("grad", id(tensor)), functools.partial(_grad_or_zeros, tensor),
+                                          tensor.shape, tensor.dtype, "grad")
+            g = incoming + g
+        tensor._grad = g
+
+
+def _grad_or_zeros(tensor):
+    grad = tensor._grad
+    return np.zeros_like(tensor._value) if grad is None else grad._raw()
+
+
+def _grad_writes(graph, grads_after):
+    """Write-backs of the gradients the traced function left in `.grad` (nodes), and the `.grad`s it
+    cleared (to clear at each call)."""
+    cleared = []
+    for tensor, after in grads_after.items():
+        if isinstance(after, Symbol):
+            graph.writes.append((after, functools.partial(_set_grad, tensor)))
+        elif after is None:
+            cleared.append(tensor)
+    return cleared
+
+
+def _set_grad(tensor, value):
+    fresh = type(value) is np.ndarray and value.dtype == tensor.dtype and value.flags.writeable
+    tensor._grad = _leaf(value if fresh else np.array(value, dtype=tensor.dtype), False)
 
 
 class _Entry:

@@ -11,6 +11,7 @@ of PyTorch 2.13's single-tensor code in the same order.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -54,6 +55,24 @@ def _set_lr(variable, lr):
     initial = np.array(variable.value)
     initial.flags.writeable = False
     variable.initial_value = initial
+
+
+def _state_value(states, p, key):
+    return np.asarray(states[p][key])
+
+
+def _write_param(p, value):
+    p._value[...] = value
+    mark_written(p)
+
+
+def _write_state(states, p, key, value):
+    state = states[p]
+    old = state.get(key)
+    if isinstance(old, np.ndarray) and old.shape == np.shape(value):
+        old[...] = value
+    else:  # a count: a Python float, as eager step() keeps it
+        state[key] = float(value) if np.ndim(value) == 0 else np.array(value)
 
 
 def _scalar(x, dtype):
@@ -296,6 +315,10 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        graph = next((p._grad.graph for p in self._params() if isinstance(p._grad, Symbol)), None)
+        if graph is not None and graph.tracing is not None:
+            self._traced_step(graph)
+            return loss
         # every gradient is checked before any parameter or state changes: all or nothing
         all_state = self.state
         todo = []
@@ -336,6 +359,31 @@ class Optimizer:
                 else:
                     state[key] = new
         return loss
+
+    def _traced_step(self, graph):
+        """step() inside a function dg.compile traces (PyTorch's training step under torch.compile): the
+        update as nodes, with the parameters, learning rates and state read at each call and written back
+        after it. The state takes its static form (a step count where the first step differs), so one
+        trace serves every step, and each call computes what eager step() would."""
+        for index, group in enumerate(self.param_groups):
+            lr = graph.read_at_call(("lr", id(self), index), lambda group=group: np.float64(group["lr"]), (),
+                                    np.float64, "lr")
+            options = dict(group, lr=lr)
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if not isinstance(g, Symbol) or g.graph is not graph:
+                    raise user_error(TypeError, f"{type(self).__name__}.step", "inside dg.compile, every gradient "
+                                     "must come from loss.backward() in the traced function", p)
+                state = self.state[p] = self._static_values(p._value, group, self.state.get(p))
+                nodes = {key: graph.read_at_call(("state", id(p), key), functools.partial(_state_value, self.state,
+                                                 p, key), np.shape(value), np.asarray(value).dtype, key.lstrip("_"))
+                         for key, value in state.items()}
+                new_value, new_state = self._update(graph.capture(p), g, nodes, options)
+                graph.writes.append((new_value, functools.partial(_write_param, p)))
+                for key, new in new_state.items():
+                    graph.writes.append((new, functools.partial(_write_state, self.state, p, key)))
 
     def _bad_grad(self, p, grad, state_entry=None):
         """The error `step` raises for parameter p's gradient (or its state), before anything changed."""
