@@ -166,3 +166,29 @@ def test_backward_of_a_non_scalar_inside_compile_is_refused_at_the_users_line():
     with pytest.raises(ValueError, match=r"backward: grad can be created implicitly only for a one-element output.*"
                                          r"test_compiled_step\.py"):
         bad(X)
+
+
+def test_tracing_alone_leaves_the_optimiser_state_as_it_was():
+    model = _model()
+    opt = dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.5)
+
+    @dg.compile
+    def step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step.source(X, Y)
+    assert opt.state == {}
+    twin = _model()
+    opt_t = dg.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9, dampening=0.5)
+    for o, m in ((opt, model), (opt_t, twin)):  # an eager first step after the trace is an eager first step
+        o.zero_grad()
+        F.cross_entropy(m(dg.tensor(X)), Y).backward()
+        o.step()
+    assert _same(model, twin)
+    step(X, Y)  # and compiled steps go on from the eager state
+    opt_t.zero_grad()
+    F.cross_entropy(twin(dg.tensor(X)), Y).backward()
+    opt_t.step()
+    assert _same(model, twin)

@@ -57,10 +57,6 @@ def _set_lr(variable, lr):
     variable.initial_value = initial
 
 
-def _state_value(states, p, key):
-    return np.asarray(states[p][key])
-
-
 def _write_param(p, value):
     p._value[...] = value
     mark_written(p)
@@ -366,7 +362,7 @@ class Optimizer:
         after it. The state takes its static form (a step count where the first step differs), so one
         trace serves every step, and each call computes what eager step() would."""
         for index, group in enumerate(self.param_groups):
-            lr = graph.read_at_call(("lr", id(self), index), lambda group=group: np.float64(group["lr"]), (),
+            lr = graph.read_at_call(("lr", id(self), index), functools.partial(self._read_lr, index), (),
                                     np.float64, "lr")
             options = dict(group, lr=lr)
             for p in group["params"]:
@@ -376,14 +372,25 @@ class Optimizer:
                 if not isinstance(g, Symbol) or g.graph is not graph:
                     raise user_error(TypeError, f"{type(self).__name__}.step", "inside dg.compile, every gradient "
                                      "must come from loss.backward() in the traced function", p)
-                state = self.state[p] = self._static_values(p._value, group, self.state.get(p))
-                nodes = {key: graph.read_at_call(("state", id(p), key), functools.partial(_state_value, self.state,
-                                                 p, key), np.shape(value), np.asarray(value).dtype, key.lstrip("_"))
-                         for key, value in state.items()}
+                initial = self._static_values(p._value, group, self.state.get(p))
+                nodes = {key: graph.read_at_call(("state", id(p), key), functools.partial(self._read_state, p, index,
+                                                 key), np.shape(value), np.asarray(value).dtype, key.lstrip("_"))
+                         for key, value in initial.items()}
                 new_value, new_state = self._update(graph.capture(p), g, nodes, options)
                 graph.writes.append((new_value, functools.partial(_write_param, p)))
                 for key, new in new_state.items():
                     graph.writes.append((new, functools.partial(_write_state, self.state, p, key)))
+
+    def _read_lr(self, index):
+        return np.float64(self.param_groups[index]["lr"])
+
+    def _read_state(self, p, index, key):
+        """A compiled step's state entry: the state in its static form (made at the first compiled step, or
+        completed after eager steps), as minimize keeps it."""
+        state = self.state.get(p)
+        if state is None or key not in state:
+            state = self.state[p] = self._static_values(p._value, self.param_groups[index], state)
+        return np.asarray(state[key])
 
     def _bad_grad(self, p, grad, state_entry=None):
         """The error `step` raises for parameter p's gradient (or its state), before anything changed."""
