@@ -19,6 +19,28 @@ def _model():
     return dg.nn.Sequential(dg.nn.Linear(8, 16), dg.nn.Tanh(), dg.nn.Linear(16, 3))
 
 
+def _compiled_step(model, opt):
+    """The training step as torch.compile users write it."""
+
+    @dg.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _eager_step(model, opt):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(dg.tensor(X)), Y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def _same(a, b):
     return all(np.array_equal(p.numpy(), q.numpy()) for p, q in zip(a.parameters(), b.parameters()))
 
@@ -39,19 +61,10 @@ def test_twenty_compiled_steps_equal_the_eager_steps_bit_for_bit(make_opt):
     eager, compiled = _model(), _model()
     opt_e, opt_c = make_opt(eager.parameters()), make_opt(compiled.parameters())
 
-    @dg.compile
-    def step(x, y):
-        opt_c.zero_grad()
-        loss = F.cross_entropy(compiled(x), y)
-        loss.backward()
-        opt_c.step()
-        return loss
+    step = _compiled_step(compiled, opt_c)
 
     for _ in range(20):
-        opt_e.zero_grad()
-        loss_e = F.cross_entropy(eager(dg.tensor(X)), Y)
-        loss_e.backward()
-        opt_e.step()
+        loss_e = _eager_step(eager, opt_e)
         loss_c = step(X, Y)
         assert float(loss_c) == loss_e.item()
         assert _same(eager, compiled) and _same_grads(eager, compiled)
@@ -89,20 +102,12 @@ def test_changes_between_calls_are_read_at_each_call():
     opt_t = dg.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
     sched_t = dg.optim.lr_scheduler.StepLR(opt_t, step_size=1, gamma=0.5)
 
-    @dg.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = _compiled_step(model, opt)
 
     for _ in range(3):
         step(X, Y)
         sched.step()  # the learning rate changes between calls
-        opt_t.zero_grad()
-        F.cross_entropy(twin(dg.tensor(X)), Y).backward()
-        opt_t.step()
+        _eager_step(twin, opt_t)
         sched_t.step()
         assert _same(model, twin)
     with dg.no_grad():  # parameters changed outside the compiled step are what it reads next
@@ -110,9 +115,7 @@ def test_changes_between_calls_are_read_at_each_call():
             p *= 0.5
             q *= 0.5
     step(X, Y)
-    opt_t.zero_grad()
-    F.cross_entropy(twin(dg.tensor(X)), Y).backward()
-    opt_t.step()
+    _eager_step(twin, opt_t)
     assert _same(model, twin)
 
 
@@ -120,13 +123,7 @@ def test_a_parameter_cast_to_another_dtype_is_traced_again():
     model = _model()
     opt = dg.optim.SGD(model.parameters(), lr=0.1)
 
-    @dg.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = _compiled_step(model, opt)
 
     step(X, Y)
     model.float()
