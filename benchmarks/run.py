@@ -664,17 +664,22 @@ def make_train_steps(dtype):
 
     # dagrad eager, the idiomatic way: nn.Sequential, F.cross_entropy, backward, optim.SGD
     nn = dg.nn
-    model = nn.Sequential(
-        nn.Linear(64, 128, dtype=dtype),
-        nn.Tanh(),
-        nn.Linear(128, 128, dtype=dtype),
-        nn.Tanh(),
-        nn.Linear(128, 10, dtype=dtype),
-    )
-    linears = [model[0], model[2], model[4]]
-    for layer, w, bias in zip(linears, init[0::2], init[1::2]):
-        layer.weight.value[...] = w.T
-        layer.bias.value[...] = bias
+
+    def digits_mlp():
+        model = nn.Sequential(
+            nn.Linear(64, 128, dtype=dtype),
+            nn.Tanh(),
+            nn.Linear(128, 128, dtype=dtype),
+            nn.Tanh(),
+            nn.Linear(128, 10, dtype=dtype),
+        )
+        linears = [model[0], model[2], model[4]]
+        for layer, w, bias in zip(linears, init[0::2], init[1::2]):
+            layer.weight.value[...] = w.T
+            layer.bias.value[...] = bias
+        return model, linears
+
+    model, linears = digits_mlp()
     opt = dg.optim.SGD(model.parameters(), lr=lr)
     dg_data = {b: (dg.tensor(xb), lb) for b, (xb, lb, _) in data.items()}
 
@@ -692,17 +697,7 @@ def make_train_steps(dtype):
     )
 
     # dagrad compiled: the same PyTorch-style step under dg.compile, as torch.compile users write it (issue 14)
-    cmodel = nn.Sequential(
-        nn.Linear(64, 128, dtype=dtype),
-        nn.Tanh(),
-        nn.Linear(128, 128, dtype=dtype),
-        nn.Tanh(),
-        nn.Linear(128, 10, dtype=dtype),
-    )
-    clinears = [cmodel[0], cmodel[2], cmodel[4]]
-    for layer, w, bias in zip(clinears, init[0::2], init[1::2]):
-        layer.weight.value[...] = w.T
-        layer.bias.value[...] = bias
+    cmodel, clinears = digits_mlp()
     copt = dg.optim.SGD(cmodel.parameters(), lr=lr)
 
     @dg.compile
