@@ -50,6 +50,10 @@ from . import nn
 from .io import load, save
 from . import optim
 from . import autograd
+from .torch_names import (  # PyTorch's names for the same functions
+    allclose, as_tensor, bmm, cat, chunk, clamp, flatten, from_numpy, gather, index_select, is_tensor, masked_fill, mm,
+    narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze,
+)
 
 jit = compile  # JAX's name for it (jax.jit)
 

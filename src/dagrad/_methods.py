@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _inplace
+from . import _inplace, torch_names
 from . import numpy as dnp
 from ._core.autodiff import backward
 from ._core.errors import user_error
@@ -16,6 +16,7 @@ from ._core.shapes import normalize_axis, normalize_axis_index
 from ._core.tensor import Tensor
 from .ops import elementwise as ew
 from .ops import linalg, reduce
+from .ops import nn as nn_ops
 from .ops import shape as sh
 from .viz import repr_svg
 
@@ -148,6 +149,11 @@ Tensor.gather = lambda self, dim, index: sh.gather(self, dim, index)
 Tensor.index_select = lambda self, dim, index: sh.take(self, index, axis=dim)
 Tensor.to = _to
 Tensor.cpu = lambda self: self  # one device
+Tensor.view_as = lambda self, other: sh.reshape(self, other.shape)
+Tensor.expand_as = lambda self, other: sh.broadcast_to(self, other.shape)
+Tensor.type_as = lambda self, other: self if self.dtype == other.dtype else ew.astype(self, other.dtype)
+Tensor.mm, Tensor.bmm, Tensor.neg = torch_names.mm, torch_names.bmm, ew.negative
+Tensor.softmax, Tensor.log_softmax = nn_ops.softmax, nn_ops.log_softmax
 Tensor.float, Tensor.double, Tensor.half = _cast(np.float32), _cast(np.float64), _cast(np.float16)
 Tensor.long, Tensor.int, Tensor.bool = _cast(np.int64), _cast(np.int32), _cast(np.bool_)
 

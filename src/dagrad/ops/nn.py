@@ -14,7 +14,7 @@ from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
 from .._core.tensor import Tensor
 from .elementwise import equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
-from .reduce import max, sum
+from .reduce import _torch_keywords, max, sum
 from .shape import expand_dims, getitem, reshape, transpose
 
 
@@ -282,3 +282,7 @@ binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=
                              dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t)).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""
+
+
+# PyTorch's keywords too (dg.softmax(x, dim=1), x.log_softmax(dim=-1)), as every reduction takes them
+softmax, log_softmax, logsumexp = map(_torch_keywords, (softmax, log_softmax, logsumexp))
