@@ -95,3 +95,12 @@ def test_errors_name_the_function_and_the_users_line():
         dg.narrow(dg.ones(4), 0, 3, 2)
     with pytest.raises(ValueError, match="t: expects a tensor with at most 2 dimensions"):
         dg.t(dg.ones(2, 2, 2))
+
+
+def test_to_refuses_other_devices_and_unknown_dtypes_at_the_users_line():
+    x = dg.ones(2)
+    with pytest.raises(ValueError, match=r"to: dagrad computes on the CPU only, got device 'cuda:0'.*test_torch_names"):
+        x.to("cuda:0")
+    with pytest.raises(TypeError, match=r"astype: 'bogus' is not a dtype.*test_torch_names"):
+        x.to("bogus")
+    assert x.to("cpu") is x and x.to(np.float64) is x and x.to(device="cpu", dtype=np.float32).dtype == np.float32

@@ -120,12 +120,17 @@ def _masked_fill(self, mask, value):
 def _to(self, *args, **kwargs):
     """PyTorch's `to(dtype)`, `to(other)` (other's dtype), `to("cpu")` (there is only one device)."""
     dtype = kwargs.get("dtype")
-    for a in args:
+    for a in [*args, kwargs.get("device")]:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif not (isinstance(a, str) and a.split(":")[0] == "cpu"):
+        elif isinstance(a, str) and a.split(":")[0] in ("cuda", "mps", "xla", "meta", "xpu"):
+            raise user_error(ValueError, "to", f"dagrad computes on the CPU only, got device {a!r}", self)
+        elif a is not None and not (isinstance(a, str) and a.split(":")[0] == "cpu"):
             dtype = a
-    return self if dtype is None or np.dtype(dtype) == self.dtype else ew.astype(self, dtype)
+    if dtype is None:
+        return self
+    out = ew.astype(self, dtype)  # it checks the dtype, naming astype and the user's line
+    return self if out.dtype == self.dtype else out
 
 
 def _cast(dtype):
