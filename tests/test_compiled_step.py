@@ -189,3 +189,27 @@ def test_tracing_alone_leaves_the_optimiser_state_as_it_was():
     F.cross_entropy(twin(dg.tensor(X)), Y).backward()
     opt_t.step()
     assert _same(model, twin)
+
+
+class _Affine(dg.nn.Module):
+    """A module computing with its parameters alone before meeting the input (W.T, 2 * b)."""
+
+    def __init__(self):
+        super().__init__()
+        dg.manual_seed(1)
+        self.W = dg.nn.Parameter(dg.randn(3, 8) * 0.1)
+        self.b = dg.nn.Parameter(dg.zeros(3))
+
+    def forward(self, x):
+        return x @ self.W.T + self.b * 2.0
+
+
+def test_values_computed_eagerly_from_parameters_are_recomputed_at_each_call():
+    # traced once, `self.W.T` and `self.b * 2.0` would be constants: no gradient would reach W and b, and
+    # the step would silently stop training. They are recorded from the parameters instead.
+    eager, compiled = _Affine(), _Affine()
+    opt_e, opt_c = dg.optim.SGD(eager.parameters(), lr=0.5), dg.optim.SGD(compiled.parameters(), lr=0.5)
+    step = _compiled_step(compiled, opt_c)
+    for _ in range(5):
+        assert float(step(X, Y)) == _eager_step(eager, opt_e).item()
+        assert _same(eager, compiled) and _same_grads(eager, compiled)

@@ -104,6 +104,7 @@ class Graph:
         # each call [(node, write)], and what `loss.backward()` on a node of this graph does
         self.reads, self.writes, self.backward_hook = {}, [], None
         self.params = {}  # the eager tensors captured as inputs: id -> (tensor, node)
+        self.lifted = {}  # eager tensors that requires grad, in the trace: id -> (tensor, node)
 
     def __enter__(self):
         graph_state.stack.append(self)
@@ -395,10 +396,9 @@ def build(op, args, attrs):
     inputs = []
     for a in args:
         if isinstance(a, Tensor) and not isinstance(a, Symbol):
-            if graph.tracing is not None and a._requires_grad and a.op is None:
-                a = graph.capture(a)  # a parameter of a traced training step: an input read at each call
-            else:
-                a = a.numpy()  # an eager value used in a graph is a constant there
+            # an eager value used in a graph is a constant there, unless dg.compile traces a function
+            # that reads parameters: see _lifted
+            a = _lifted(graph, a) if graph.tracing is not None and a._requires_grad else a.numpy()
         inputs.append(a)
     shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
     if any(s is None for s in shapes):
@@ -409,6 +409,26 @@ def build(op, args, attrs):
     requires_grad = any(isinstance(a, Symbol) and a._requires_grad for a in inputs)
     return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs,
                       requires_grad and op.differentiable and dtype.kind == "f")
+
+
+def _lifted(graph, tensor):
+    """An eager tensor that requires grad, read by a function dg.compile traces: a parameter becomes an
+    input read at each call, and a value computed eagerly from parameters (`self.weight.T`) is computed
+    again from those inputs, node by node from its record, so that each call sees the parameters' current
+    values and their gradients reach them. A record freed by backward() leaves a constant."""
+    node = graph.lifted.get(id(tensor))
+    if node is not None:
+        return node[1]
+    if tensor.op is None:
+        node = graph.capture(tensor)
+    elif tensor.inputs is None:
+        return tensor.numpy()
+    else:
+        args = [_lifted(graph, a) if isinstance(a, Tensor) and a._requires_grad else
+                a.numpy() if isinstance(a, Tensor) else a for a in tensor.inputs]
+        node = build(tensor.op, args, tensor.attrs)
+    graph.lifted[id(tensor)] = (tensor, node)  # the tensor is kept, so its id stays its own
+    return node
 
 
 def _any_rank_shape(op, inputs, shapes, attrs):
