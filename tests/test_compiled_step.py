@@ -213,3 +213,20 @@ def test_values_computed_eagerly_from_parameters_are_recomputed_at_each_call():
     for _ in range(5):
         assert float(step(X, Y)) == _eager_step(eager, opt_e).item()
         assert _same(eager, compiled) and _same_grads(eager, compiled)
+
+
+def test_an_in_place_write_to_a_parameter_inside_a_compiled_function_is_refused():
+    model = _model()
+    weight = model[0].weight
+    before = weight.numpy().copy()
+
+    @dg.compile
+    def update(x):
+        with dg.no_grad():
+            weight.sub_(0.1)  # would run once, while tracing
+        return x
+
+    with pytest.raises(TypeError, match=r"sub_: dg.compile traces update\(\) once.*optimiser's step\(\).*"
+                                        r"test_compiled_step\.py"):
+        update(X)
+    np.testing.assert_array_equal(weight.numpy(), before)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core.errors import user_error
+from ._core.ir import graph_state
 from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq
 from .ops import elementwise as ew
 from .ops.shape import setitem
@@ -68,6 +69,13 @@ def in_place(t, name, compute, *others):
         raise user_error(TypeError, name, "a static graph's node or a value traced by a transform cannot change in "
                          "place: use the out-of-place form (x = x + y, or dg.setitem(x, index, v) for x[index] = v)",
                          t)
+    stack = graph_state.stack
+    if stack and stack[-1].tracing is not None and (
+            t._requires_grad or any(isinstance(o, Tensor) and o._symbolic for o in others)):
+        raise user_error(TypeError, name, f"dg.compile traces {stack[-1].tracing}() once and then runs generated "
+                         f"code: an in-place write to an eager tensor would happen once, while tracing, and never "
+                         f"again. Update parameters with an optimiser's step() inside the compiled function, or "
+                         f"write outside it", t)
     recording = is_grad_enabled() and (
         t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others))
     if recording and t._requires_grad and t.op is None:
