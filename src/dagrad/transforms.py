@@ -254,12 +254,7 @@ def jacobian(f, argnums=0):
             shape, dtype = _shape(out), _dtype(out)
             rows = [[tree_flatten(ct)[0] for ct in traced.pull([out], [_basis(shape, k, dtype)])]
                     for k in range(int(np.prod(shape)))]
-            per_arg = [
-                tree_unflatten(treedef, [_assemble([row[j][i] for row in rows], shape, _shape(leaf), dtype, 0)
-                                         for i, leaf in enumerate(leaves)])
-                for j, (leaves, treedef) in enumerate(inputs)
-            ]
-            results.append(per_arg[0] if single else tuple(per_arg))
+            results.append(_arranged(inputs, lambda j, i: [row[j][i] for row in rows], shape, dtype, 0, single))
         return tree_unflatten(out_def, results)
 
     _name(jacobian_f, "jacobian", f)
@@ -267,6 +262,15 @@ def jacobian(f, argnums=0):
 
 
 jacrev = jacobian  # JAX's name
+
+
+def _arranged(inputs, pieces, out_shape, dtype, position, single):
+    """One output's Jacobian, arranged as the differentiated arguments' pytrees: `pieces(j, i)` are the
+    per-element rows (position 0) or columns (-1) for leaf i of argument j."""
+    per_arg = [tree_unflatten(treedef, [_assemble(pieces(j, i), out_shape, _shape(leaf), dtype, position)
+                                        for i, leaf in enumerate(leaves)])
+               for j, (leaves, treedef) in enumerate(inputs)]
+    return per_arg[0] if single else tuple(per_arg)
 
 
 def jacfwd(f, argnums=0):
@@ -305,13 +309,8 @@ def jacfwd(f, argnums=0):
         out_leaves, out_def = tree_flatten(out)
         results = []
         for o_index, o in enumerate(out_leaves):
-            per_arg = [
-                tree_unflatten(treedef, [
-                    _assemble([col[o_index] for col in columns[j][i]], _shape(o), _shape(leaf), _dtype(o), -1)
-                    for i, leaf in enumerate(leaves)])
-                for j, (leaves, treedef) in enumerate(inputs)
-            ]
-            results.append(per_arg[0] if single else tuple(per_arg))
+            results.append(_arranged(inputs, lambda j, i: [col[o_index] for col in columns[j][i]], _shape(o), _dtype(o),
+                                     -1, single))
         return tree_unflatten(out_def, results)
 
     _name(jacfwd_f, "jacfwd", f)
