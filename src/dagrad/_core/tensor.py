@@ -414,6 +414,28 @@ class Dual(Tensor):
         return f"Dual(primal={self._value!r}, tangent={self._tangent!r}, level={self._level})"
 
 
+class Batched(Tensor):
+    """A box of `vmap`: its value holds a batch of examples along axis 0 (moved there when boxed),
+    and it shows the shape of one example, so the code being mapped sees per-example shapes."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._value.shape)[1:]
+
+    @property
+    def ndim(self) -> int:
+        return len(self._value.shape) - 1
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self):
+        return f"Batched({self._value!r}, level={self._level})"
+
+
 def _as_array(data, dtype, where, requires_grad=False):
     if isinstance(data, Tensor):
         data = data._raw()

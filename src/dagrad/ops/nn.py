@@ -9,10 +9,11 @@ import math
 import numpy as np
 
 from .._core.dtypes import accumulated, first, of_ufunc, promoted
+from .._core import batching
 from .._core.op import Op, apply, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
 from .._core.tensor import Tensor
-from .elementwise import equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
+from .elementwise import add, equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
 from .reduce import _torch_keywords, max, sum
 from .shape import expand_dims, getitem, reshape, transpose
@@ -94,6 +95,7 @@ _log_softmax = defop(
     jvp=(lambda t, out, x, axis: t - sum(exp(out) * t, axis=axis, keepdims=True),),
     shape=lambda x, axis: tuple(x),
     dtype=of_ufunc(np.exp),
+    batch=batching.over_axes,
 )
 
 
@@ -145,6 +147,17 @@ def _linear_grad_b(g, out, x, w, b):
     return sum(g, axis=tuple(range(rank - 1))) if rank > 1 else g
 
 
+def _linear_batch(x, w, b, x_batched, w_batched, b_batched):
+    """Only x mapped: its batch axis is one more leading axis. Mapped weights (an ensemble): a batched
+    matmul and add."""
+    if not w_batched and not b_batched:
+        return apply(_linear, (x, w, b)), True
+    out, _ = batching.matmul(matmul.op, (x, np.swapaxes(w, -1, -2)), (x_batched, w_batched), {})
+    if b is not None:
+        out, _ = batching.elementwise(add.op, (out, b), (True, b_batched), {})
+    return out, True
+
+
 _linear = defop(
     "linear",
     _linear_forward,
@@ -156,6 +169,7 @@ _linear = defop(
     ),
     shape=_linear_shape,
     dtype=lambda x, w, b: promoted(of_ufunc(np.matmul)(x, w), b),
+    batch=lambda op, values, batched, attrs: _linear_batch(*values, *batched),
 )
 
 
@@ -278,7 +292,7 @@ def _bce_grad_target(g, out, p, t):
 
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
-                             shape=broadcast_shapes, nargs=2,
+                             shape=broadcast_shapes, nargs=2, batch=batching.elementwise,
                              dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t)).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""

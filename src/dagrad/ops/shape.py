@@ -7,7 +7,8 @@ import builtins
 import numpy as np
 
 from .._core.dtypes import first, promoted
-from .._core.op import apply, defop, public
+from .._core.op import apply, batch_loop, defop, public
+from .._core import batching
 from .._core.errors import user_error
 from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
@@ -31,6 +32,8 @@ _transpose = defop(
     jvp=(lambda t, out, x, axes: transpose(t, axes),),
     shape=_transpose_shape,
     dtype=first,
+    batch=lambda op, values, batched, attrs: (
+        apply(op, values, {"axes": (0, *(a + 1 for a in attrs["axes"]))}), True),
 )
 
 
@@ -75,6 +78,7 @@ _expand_dims = defop(
     jvp=(lambda t, out, x, axis: expand_dims(t, axis),),
     shape=_expand_dims_shape,
     dtype=first,
+    batch=batching.over_axes,
 )
 
 
@@ -96,6 +100,7 @@ _squeeze = defop(
     jvp=(lambda t, out, x, axis: squeeze(t, axis),),
     shape=_squeeze_shape,
     dtype=first,
+    batch=batching.over_axes,
 )
 
 
@@ -115,6 +120,8 @@ def squeeze(x, axis=None):
 
 # -- indexing
 def _index_value(part):
+    if isinstance(part, Tensor) and part._level:
+        return part  # a transform's box (vmap's batched indices): dispatch finds it (Op.boxed_index)
     if isinstance(part, Tensor):
         return part.numpy()
     if isinstance(part, list):
@@ -144,6 +151,30 @@ def _index_shape(shape, index):
     return tuple(a if a == b else None for a, b in zip(first, second))
 
 
+def _getitem_batch(op, values, batched, attrs):
+    x = values[0]
+    try:
+        index, moved = batching.batched_index(attrs["index"], _shape(x)[0])
+    except batching.Unbatchable:
+        return batch_loop(op, values, batched, attrs), True
+    out = apply(op, (x,), {"index": index})
+    return (out if moved is None else np.moveaxis(out, moved, 0)), True
+
+
+def _index_add_batch(op, values, batched, attrs):
+    g = values[0]
+    size = _shape(g)[0]
+    if len(values) > 1 or any(batched[1:]):  # sizes known only when a graph runs
+        return batch_loop(op, values, batched, attrs), True
+    try:
+        index, moved = batching.batched_index(attrs["index"], size)
+    except batching.Unbatchable:
+        return batch_loop(op, values, batched, attrs), True
+    if moved is not None:
+        g = np.moveaxis(g, 0, moved)
+    return apply(op, (g,), {"index": index, "shape": (size, *attrs["shape"])}), True
+
+
 def _index_add_forward(g, *source, index, shape):
     out = np.zeros(runtime_shape(shape, source), _dtype(g))
     if _is_basic(index):
@@ -160,6 +191,8 @@ _getitem = defop(
     jvp=(lambda t, out, x, index: getitem(t, index),),
     shape=_index_shape,
     dtype=first,
+    batch=_getitem_batch,
+    boxed_index=True,
 )
 
 _index_add = defop(
@@ -170,6 +203,8 @@ _index_add = defop(
     shape=lambda v_shape, *source_shape, index, shape: tuple(shape),
     shape_source=True,
     dtype=first,
+    batch=_index_add_batch,
+    boxed_index=True,
 )
 
 
@@ -203,6 +238,7 @@ _setitem = defop(
     shape=_setitem_shape,
     fresh=True,
     dtype=first,
+    boxed_index=True,  # batched by running once per example
 )
 
 
@@ -275,6 +311,7 @@ _concatenate = defop(
     shape=_concatenate_shape,
     fresh=True,
     dtype=promoted,
+    batch=batching.joined,
 )
 
 
@@ -313,6 +350,7 @@ _stack = defop(
     shape=_stack_shape,
     fresh=True,
     dtype=promoted,
+    batch=batching.joined,
 )
 
 
