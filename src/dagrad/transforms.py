@@ -17,7 +17,7 @@ from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
 from ._core.tensor import Batched, Dual, Tensor, _leaf, enable_grad
 from .ops.reduce import sum as reduce_sum
-from .ops.shape import moveaxis, reshape, stack
+from .ops.shape import moveaxis, reshape
 
 _next_level = itertools.count(1).__next__  # each transform boxes its inputs at a level of its own
 
@@ -212,22 +212,26 @@ def _input_leaves(x, where):
     return [_differentiable_input(leaf, where) for leaf in leaves], treedef
 
 
-def _basis(shape, k, dtype):
-    e = np.zeros(shape, dtype)
-    e.flat[k] = 1
-    return e
+def _basis(shape, dtype):
+    """The unit vectors of an array of `shape`, stacked: shape (size,) + shape."""
+    size = int(np.prod(shape))
+    return np.eye(size, dtype=dtype).reshape((size, *shape))
 
 
-def _assemble(parts, out_shape, in_shape, dtype, axis):
-    """One Jacobian from its rows (axis 0) or columns (axis -1): shape out_shape + in_shape."""
-    if not parts:
-        return np.zeros(out_shape + in_shape, dtype)
-    stacked = stack(parts, axis=axis) if any(isinstance(p, Tensor) for p in parts) else np.stack(parts, axis=axis)
-    return reshape(stacked, out_shape + in_shape)
+def _block(batched, out_shape, in_shape, original, position):
+    """One Jacobian block, shape out_shape + in_shape, from the vmapped rows (position 0: one per output
+    element) or columns (-1: one per input element, batch axis first), as the input's kind."""
+    if position == -1:
+        batched = moveaxis(batched, 0, -1)
+    block = reshape(batched, tuple(out_shape) + tuple(in_shape))
+    if type(original) is Tensor and original._level == 0 and not isinstance(block, Tensor):
+        return _leaf(np.asarray(block), False)
+    return block
 
 
 def jacobian(f, argnums=0):
-    """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element.
+    """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element, all of them at
+    once through `vmap` (the cotangents are the rows of an identity matrix).
 
     With a tuple `argnums` each result is a tuple (one per argument). Inputs and outputs may be
     pytrees (nested lists, tuples, dicts), as in `jax.jacrev`: the result is the outputs' tree
@@ -245,6 +249,7 @@ def jacobian(f, argnums=0):
     def jacobian_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacobian")
         inputs = [_input_leaves(args[n], "jacobian") for n in nums]
+        originals = [tree_flatten(args[n])[0] for n in nums]
         traced = _Traced(f, args, nums, "jacobian")
         out_leaves, out_def = tree_flatten(traced.out)
         for o in out_leaves:
@@ -252,9 +257,16 @@ def jacobian(f, argnums=0):
         results = []
         for out in out_leaves:
             shape, dtype = _shape(out), _dtype(out)
-            rows = [[tree_flatten(ct)[0] for ct in traced.pull([out], [_basis(shape, k, dtype)])]
-                    for k in range(int(np.prod(shape)))]
-            results.append(_arranged(inputs, lambda j, i: [row[j][i] for row in rows], shape, dtype, 0, single))
+            basis = _basis(shape, dtype)
+            if len(basis):
+                rows = vmap(lambda ct, out=out: traced.pull([out], [ct]))(basis)
+                rows = [tree_flatten(r)[0] for r in rows]
+            else:  # an empty output: no rows
+                rows = [[np.zeros((0, *_shape(leaf)), dtype) for leaf in leaves] for leaves, _ in inputs]
+            per_arg = [tree_unflatten(treedef, [_block(r, shape, _shape(leaf), original, 0)
+                                                for r, leaf, original in zip(rows[j], leaves, originals[j])])
+                       for j, (leaves, treedef) in enumerate(inputs)]
+            results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 
     _name(jacobian_f, "jacobian", f)
@@ -264,17 +276,9 @@ def jacobian(f, argnums=0):
 jacrev = jacobian  # JAX's name
 
 
-def _arranged(inputs, pieces, out_shape, dtype, position, single):
-    """One output's Jacobian, arranged as the differentiated arguments' pytrees: `pieces(j, i)` are the
-    per-element rows (position 0) or columns (-1) for leaf i of argument j."""
-    per_arg = [tree_unflatten(treedef, [_assemble(pieces(j, i), out_shape, _shape(leaf), dtype, position)
-                                        for i, leaf in enumerate(leaves)])
-               for j, (leaves, treedef) in enumerate(inputs)]
-    return per_arg[0] if single else tuple(per_arg)
-
-
 def jacfwd(f, argnums=0):
-    """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element.
+    """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element, all of them at
+    once through `vmap` (the tangents are the rows of an identity matrix).
 
     Results are arranged as in `jacobian` (pytrees of inputs and outputs too).
 
@@ -287,7 +291,8 @@ def jacfwd(f, argnums=0):
     def jacfwd_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
         inputs = [_input_leaves(args[n], "jacfwd") for n in nums]
-        columns = []  # per argument, per input leaf: one list of output tangent leaves per element of the leaf
+        originals = [tree_flatten(args[n])[0] for n in nums]
+        columns = []  # per argument, per input leaf: the output tangent leaves, batched over the leaf's elements
         out = None
         for n, (leaves, treedef) in zip(nums, inputs):
             per_leaf = []
@@ -298,19 +303,28 @@ def jacfwd(f, argnums=0):
                     merged[n] = tree_unflatten(treedef, leaves[:i] + [leaf] + leaves[i + 1:])
                     return f(*merged)
 
-                per_element = []
-                for k in range(int(np.prod(_shape(x)))):
-                    out, tangent = jvp(f_of_leaf, (x,), (_basis(_shape(x), k, _dtype(x)),))
-                    per_element.append(tree_flatten(tangent)[0])
-                per_leaf.append(per_element)
+                basis = _basis(_shape(x), _dtype(x))
+                if not len(basis):
+                    per_leaf.append(None)
+                    continue
+                out, tangents = vmap(lambda t, g=f_of_leaf, x=x: jvp(g, (x,), (t,)), out_axes=(None, 0))(basis)
+                per_leaf.append(tree_flatten(tangents)[0])
             columns.append(per_leaf)
         if out is None:  # every differentiated argument is empty
             out = f(*args)
         out_leaves, out_def = tree_flatten(out)
         results = []
         for o_index, o in enumerate(out_leaves):
-            results.append(_arranged(inputs, lambda j, i: [col[o_index] for col in columns[j][i]], _shape(o), _dtype(o),
-                                     -1, single))
+            shape = _shape(o)
+            per_arg = []
+            for j, (leaves, treedef) in enumerate(inputs):
+                blocks = []
+                for i, leaf in enumerate(leaves):
+                    col = columns[j][i]
+                    col = np.zeros((0, *shape), _dtype(o)) if col is None else col[o_index]
+                    blocks.append(_block(col, shape, _shape(leaf), originals[j][i], -1))
+                per_arg.append(tree_unflatten(treedef, blocks))
+            results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 
     _name(jacfwd_f, "jacfwd", f)
@@ -407,8 +421,9 @@ def _in_specs(in_axes, args):
         in_axes = tuple(in_axes)
     if isinstance(in_axes, tuple):
         if len(in_axes) != len(args):
-            raise user_error(ValueError, "vmap", f"in_axes has {len(in_axes)} entries but the function was called with "
-                             f"{len(args)} positional arguments; give one entry (an int, None or a pytree) per argument")
+            raise user_error(ValueError, "vmap", f"in_axes has {len(in_axes)} entries but the function was called "
+                             f"with {len(args)} positional arguments; give one entry (an int, None or a pytree) per "
+                             "argument")
         return in_axes
     if in_axes is not None and not isinstance(in_axes, int) or isinstance(in_axes, bool):
         raise user_error(TypeError, "vmap", f"in_axes must be an int, None, or a tuple of them (or of pytrees), got "
