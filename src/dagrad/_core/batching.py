@@ -76,6 +76,12 @@ def matmul(op, values, batched, attrs):
     batch axis, and the added axes are taken away again."""
     a, b = values
     vector_a, vector_b = ndim_of(a) - batched[0] == 1, ndim_of(b) - batched[1] == 1
+    # a batch of vectors against one matrix is one matrix product (a loop of vector products in NumPy
+    # otherwise: a compiled 50 x 50 Hessian took 59 instead of 44 us, measured 2026-11-25)
+    if vector_a and not batched[1] and ndim_of(b) == 2:
+        return apply(op, (a, b)), True
+    if vector_b and not batched[0] and ndim_of(a) == 2:
+        return apply(op, (b, np.swapaxes(a, -1, -2))), True
     if vector_a:
         a = np.expand_dims(a, -2)
     if vector_b:
