@@ -432,6 +432,18 @@ class Batched(Tensor):
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def _raw(self):
+        # numpy(), item(), tolist(), bool(), int(), dg.tensor(x): the value holds every example, so
+        # handing it out as one example's would be silently wrong (JAX raises here too)
+        raise user_error(TypeError, "vmap", f"a value mapped by vmap (shape {self.shape} per example) has one value "
+                         "per example, so it cannot become one NumPy array, number or bool; compute with dagrad "
+                         "functions (dg.where instead of `if`), or return it from the mapped function")
+
+    def detach(self) -> Tensor:
+        # every example detached, still mapped (Tensor.detach would hand out the whole batch as one value)
+        inner = self._value
+        return _leaf(inner.detach() if isinstance(inner, Tensor) else inner, False, self._level, Batched)
+
     def __repr__(self):
         return f"Batched({self._value!r}, level={self._level})"
 
