@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
+from .batching import lead, over_axes
 from .dtypes import accumulated, first
 from .errors import user_error
-from .batching import lead, over_axes
 from .op import apply, batch_loop, defop, public
 from .shapes import (
     SymbolicShape,

@@ -378,6 +378,9 @@ class Tensor:
     # -- autograd
     def detach(self) -> Tensor:
         """A new leaf tensor sharing the values (and their version counter), cut from the graph."""
+        if self._level and isinstance(self._value, Tensor):
+            # a transform's box: its value one level down, detached there (a vmap box below stays mapped)
+            return self._value.detach()
         detached = _leaf(self._raw(), False)
         if not self._level:
             detached._write = _version_of(self)
