@@ -56,10 +56,12 @@ def flat_axis(op, values, batched, attrs):
     if attrs.get("axis") is not None:
         return over_axes(op, values, batched, attrs)
     x = values[0]
-    rank = ndim_of(x) - 1
-    out = apply(op, (np.reshape(x, (shape_of(x)[0], -1)),), {**attrs, "axis": 1})
+    shape = shape_of(x)
+    # a static graph's batch of unknown size is inferred (-1) from the known sizes of an example
+    size = -1 if shape[0] is None and None not in shape[1:] else shape[0]
+    out = apply(op, (np.reshape(x, (size, int(np.prod(shape[1:], dtype=np.int64)))),), {**attrs, "axis": 1})
     if attrs.get("keepdims"):
-        out = np.reshape(out, (shape_of(x)[0],) + (1,) * rank)
+        out = np.reshape(out, (size,) + (1,) * (len(shape) - 1))
     return out, True
 
 

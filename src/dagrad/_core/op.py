@@ -203,9 +203,9 @@ def apply(op, args, attrs=None):
             if type(a) not in _PLAIN:
                 check_plain(op, a)
             values.append(a)
+    if op.boxed_index and _index_level(attrs):  # a vmap box in the index, over an eager tensor or an array
+        return _apply_traced(op, args, attrs)
     if not boxed:
-        if op.boxed_index and _index_level(attrs):
-            return _apply_traced(op, args, attrs)
         return _call_forward(op, args, attrs)
     return _result(op, _call_forward(op, values, attrs), args, attrs, record and op.differentiable)
 

@@ -61,10 +61,21 @@ def target_shape(shape, op_name, x, infer=False):
 def _resized(op, values, batched, attrs, x=None):
     """reshape and broadcast_to: the batch size goes in front of the target shape."""
     x = values[0] if x is None else x
-    size = _shape(x)[0]
-    if len(values) > 1 or size is None:  # sizes known only when a graph runs
+    if len(values) > 1:  # per-example sizes known only when a graph runs
         return batch_loop(op, values, batched, attrs), True
+    size = _shape(x)[0]
+    if size is None:  # a static graph's batch of unknown size
+        shape = (None, *attrs["shape"])
+        return apply(op, (x, batch_source(x, len(shape))), {"shape": shape}), True
     return apply(op, (x,), {"shape": (size, *attrs["shape"])}), True
+
+
+def batch_source(x, rank):
+    """A shape source (see `shape_source`) for a target of `rank` axes whose first, vmap's batch axis, has
+    the size of x's axis 0, known only when a static graph runs: a node of shape (batch, 1, ..., 1)."""
+    # a shape source must have the target's rank: its sizes are read position by position
+    axes = tuple(range(1, _ndim(x)))
+    return reshape(sum(x, axis=axes) if axes else x, (-1,) + (1,) * (rank - 1))
 
 
 def _reshape_shape(in_shape, *source_shape, shape):

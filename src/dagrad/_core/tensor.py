@@ -378,6 +378,9 @@ class Tensor:
     # -- autograd
     def detach(self) -> Tensor:
         """A new leaf tensor sharing the values (and their version counter), cut from the graph."""
+        if self._level and isinstance(self._value, Tensor):
+            # a transform's box: its value one level down, detached there (a vmap box below stays mapped)
+            return self._value.detach()
         detached = _leaf(self._raw(), False)
         if not self._level:
             detached._write = _version_of(self)
@@ -431,6 +434,18 @@ class Batched(Tensor):
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    def _raw(self):
+        # numpy(), item(), tolist(), bool(), int(), dg.tensor(x): the value holds every example, so
+        # handing it out as one example's would be silently wrong (JAX raises here too)
+        raise user_error(TypeError, "vmap", f"a value mapped by vmap (shape {self.shape} per example) has one value "
+                         "per example, so it cannot become one NumPy array, number or bool; compute with dagrad "
+                         "functions (dg.where instead of `if`), or return it from the mapped function")
+
+    def detach(self) -> Tensor:
+        # every example detached, still mapped (Tensor.detach would hand out the whole batch as one value)
+        inner = self._value
+        return _leaf(inner.detach() if isinstance(inner, Tensor) else inner, False, self._level, Batched)
 
     def __repr__(self):
         return f"Batched({self._value!r}, level={self._level})"

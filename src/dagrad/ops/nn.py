@@ -153,8 +153,10 @@ def _linear_batch(x, w, b, x_batched, w_batched, b_batched):
     if not w_batched and not b_batched:
         return apply(_linear, (x, w, b)), True
     out, _ = batching.matmul(matmul.op, (x, np.swapaxes(w, -1, -2)), (x_batched, w_batched), {})
+    # only b mapped: the product has no batch axis, and the add must not take it as having one
+    out_batched = x_batched or w_batched
     if b is not None:
-        out, _ = batching.elementwise(add.op, (out, b), (True, b_batched), {})
+        out, _ = batching.elementwise(add.op, (out, b), (out_batched, b_batched), {})
     return out, True
 
 

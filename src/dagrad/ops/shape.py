@@ -15,7 +15,7 @@ from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
-from .._core.structural import broadcast_to, reshape, shape_source, target_shape
+from .._core.structural import batch_source, broadcast_to, reshape, shape_source, target_shape
 from .elementwise import where, zeros_like
 from .._core.tensor import Tensor, is_symbolic
 
@@ -170,8 +170,12 @@ def _index_add_batch(op, values, batched, attrs):
         index, moved = batching.batched_index(attrs["index"], size)
     except batching.Unbatchable:
         return batch_loop(op, values, batched, attrs), True
+    batch = g
     if moved is not None:
         g = np.moveaxis(g, 0, moved)
+    if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
+        shape = (None, *attrs["shape"])
+        return apply(op, (g, batch_source(batch, len(shape))), {"index": index, "shape": shape}), True
     return apply(op, (g,), {"index": index, "shape": (size, *attrs["shape"])}), True
 
 
