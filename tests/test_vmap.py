@@ -460,3 +460,23 @@ def test_no_mapped_argument_without_axis_size():
     _refused(ValueError, r"vmap: no argument is mapped \(every in_axes entry is None\); map at least one, or give",
              lambda: dg.vmap(lambda a: a, in_axes=None)(X))
     _refused(TypeError, r"vmap: expects a function, got int", lambda: dg.vmap(3))
+
+
+def test_axis_size_and_in_axes_entries_are_checked():
+    _refused(ValueError, r"vmap: axis_size must be a non-negative int, got -1",
+             lambda: dg.vmap(lambda a: a, in_axes=None, axis_size=-1)(X))
+    _refused(ValueError, r"vmap: the mapped axes must all have the same size.*; axis_size is 5",
+             lambda: dg.vmap(lambda a: a, axis_size=5)(X))
+    _refused(TypeError, r"vmap: an entry of in_axes must be an int, None, or a pytree of them, got float 0.0",
+             lambda: dg.vmap(lambda a: a, in_axes=(0.0,))(X))
+    _refused(TypeError, r"vmap: an entry of in_axes must be an int, None, or a pytree of them, got bool True",
+             lambda: dg.vmap(lambda a: a, in_axes=(True,))(X))
+
+
+def test_none_outputs_stay_none_and_unmapped_outputs_of_unknown_batch_are_refused():
+    assert dg.vmap(lambda a: (a, None))(X)[1] is None  # None is an empty pytree, as in JAX
+    with dg.Graph():
+        xs = dg.placeholder((None, 3))
+        _refused(ValueError, r"vmap: an output \(shape \(3,\)\) is the same for every example, and the batch size "
+                 r"is unknown", lambda: dg.vmap(lambda a: np.ones(3))(xs))
+        assert dg.vmap(lambda a: np.ones(3), out_axes=None)(xs).shape == (3,)

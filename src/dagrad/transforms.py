@@ -439,6 +439,9 @@ def _leaf_axes_of(spec, tree, what):
     """One axis (an int or None) per leaf of `tree`, from `spec`, a pytree prefix of it (JAX's rule)."""
     if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
         return [spec] * len(tree_flatten(tree)[0])
+    if not isinstance(spec, (list, tuple, dict)):
+        raise user_error(TypeError, "vmap", f"an entry of {what} must be an int, None, or a pytree of them, got "
+                         f"{type(spec).__name__} {spec!r}")
     if isinstance(spec, dict) and isinstance(tree, dict):
         if set(spec) != set(tree):
             raise user_error(ValueError, "vmap", f"{what} has the keys {sorted(map(str, spec))} where the value has "
@@ -463,6 +466,10 @@ def _batch_size(leaves, axes, axis_size, treedef):
             raise user_error(ValueError, "vmap", f"in_axes asks to map argument leaf {k} (shape {tuple(shape)}) over "
                              f"axis {axis}, but it has only {len(shape)} axes")
         sizes.append((k, tuple(shape), axis, shape[axis % len(shape)]))
+    if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, (int, np.integer))
+                                  or axis_size < 0):
+        raise user_error(TypeError if not isinstance(axis_size, (int, np.integer)) else ValueError, "vmap",
+                         f"axis_size must be a non-negative int, got {axis_size!r}")
     if not sizes:
         if axis_size is None:
             raise user_error(ValueError, "vmap", "no argument is mapped (every in_axes entry is None); map at least "
@@ -471,12 +478,16 @@ def _batch_size(leaves, axes, axis_size, treedef):
     distinct = {n for *_, n in sizes}
     if len(distinct) > 1 or (axis_size is not None and distinct != {axis_size}):
         described = "; ".join(f"leaf {k} of shape {shape} has size {n} on axis {axis}" for k, shape, axis, n in sizes)
+        if axis_size is not None:
+            described += f"; axis_size is {axis_size}"
         raise user_error(ValueError, "vmap", f"the mapped axes must all have the same size, got: {described}")
     return sizes[0][3]
 
 
 def _unbatched(o, axis, level, size):
     """An output of the mapped function with its examples on `axis` (None: one for all)."""
+    if o is None:  # an empty pytree, as in JAX
+        return None
     if isinstance(o, Tensor) and o._level == level:
         if axis is None:
             raise user_error(ValueError, "vmap", f"out_axes is None for an output that differs between examples "
@@ -486,6 +497,10 @@ def _unbatched(o, axis, level, size):
         if axis is None:
             return o
         value = o if isinstance(o, Tensor) else np.asarray(o)
+        if size is None:  # a static graph's batch, of a size known only when it runs
+            raise user_error(ValueError, "vmap", f"an output (shape {tuple(_shape(value))}) is the same for every "
+                             "example, and the batch size is unknown until the graph runs, so it cannot be "
+                             "broadcast along the batch; give it out_axes=None, or the placeholder a batch size")
         value = np.broadcast_to(np.expand_dims(value, 0), (size, *_shape(value)))  # the same for every example
         if isinstance(value, np.ndarray):
             value = np.array(value)

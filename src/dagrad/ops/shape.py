@@ -293,7 +293,12 @@ def _scatter_add_batch(op, values, batched, attrs):
     if len(values) > 2:  # sizes known only when a graph runs
         return batch_loop(op, values, batched, attrs), True
     if not batched[1]:
-        return apply(op, (g, indices), {"axis": axis + 1, "shape": (_shape(g)[0], *shape)}), True
+        size = _shape(g)[0]
+        if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
+            out_shape = (None, *shape)
+            return apply(op, (g, indices, batch_source(g, len(out_shape))), {"axis": axis + 1, "shape": out_shape}), \
+                True
+        return apply(op, (g, indices), {"axis": axis + 1, "shape": (size, *shape)}), True
     size, n = _shape(indices)[0], shape[axis]
     if axis or size is None:
         return batch_loop(op, values, batched, attrs), True
