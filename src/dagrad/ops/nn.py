@@ -10,8 +10,9 @@ import numpy as np
 
 from .._core.dtypes import accumulated, first, of_ufunc, promoted
 from .._core import batching
-from .._core.op import Op, apply, defop, public
+from .._core.op import Op, apply, batch_loop, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
+from .._core.shapes import ndim_of as _ndim_of
 from .._core.tensor import Tensor
 from .elementwise import add, equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
@@ -241,8 +242,30 @@ def _nll_dtype(logp, target, reduction):
     return of_ufunc(np.divide)(accumulated(loss), int) if reduction == "mean" else accumulated(loss)
 
 
+def _nll_batch(op, values, batched, attrs):
+    """The examples' rows as one (batch * rows, C) problem, reduced per example afterwards."""
+    logp, target = values
+    size = shape_of(logp if batched[0] else target)[0]
+    rows, classes = (shape_of(logp)[batched[0]:] if _ndim_of(logp) - batched[0] == 2 else (None, None))
+    if rows is None or classes is None or (size is None and not batched[0]):
+        return batch_loop(op, values, batched, attrs), True
+    if not batched[1]:  # the same labels for every example: pick them with a mask that broadcasts
+        loss = -sum(where(equal(expand_dims(target, -1), np.arange(classes)), logp, 0), axis=-1)
+    else:
+        if not batched[0]:
+            logp = np.broadcast_to(np.expand_dims(logp, 0), (size, rows, classes))
+        # -1: a static graph's batch size may be known only when it runs
+        loss = reshape(apply(op, (reshape(logp, (-1, classes)), reshape(target, (-1,))), {"reduction": "none"}),
+                       (-1, rows))
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        return loss, True
+    total = sum(loss, axis=1)
+    return (total / rows if reduction == "mean" else total), True
+
+
 _nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape,
-             dtype=_nll_dtype)
+             dtype=_nll_dtype, batch=_nll_batch)
 
 
 @public(_nll)
