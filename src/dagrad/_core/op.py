@@ -32,10 +32,10 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source", "dtype")
+                 "shape_source", "dtype", "bodies", "emit")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
-                 shape_source=False, dtype=None):
+                 shape_source=False, dtype=None, bodies=None, emit=None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -49,6 +49,11 @@ class Op:
         self.shape_source = shape_source
         # the dtype rule, dtype(*input dtypes, **attrs); None: found by running forward on stand-ins
         self.dtype = dtype
+        # an op holding graphs (control flow, dagrad/control.py): bodies(attrs) -> [(label, body)], where a
+        # body has `graph`, `inputs` and `outputs`; listings show them, passes leave such nodes alone
+        self.bodies = bodies
+        # how codegen writes the node itself instead of a call: emit(writer, node, args, target) -> lines
+        self.emit = emit
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -214,7 +219,8 @@ def _apply_traced(op, args, attrs):
     if top is None:
         return _call_forward(op, args, attrs)
     level = top._level
-    if symbolic and level == 0:  # a static graph: build a node instead of computing
+    # a static graph (level 0), or a body of control flow being traced (its Symbols have the body's level)
+    if symbolic and (level == 0 or top._symbolic):
         return build(op, args, attrs)
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)

@@ -144,7 +144,8 @@ def _placed(node, replacing):
 
 
 def _fold(node, context):
-    if node.op is None or node.op.random:
+    # a control-flow node is not run at compile time: compile time would then grow with its trip count
+    if node.op is None or node.op.random or node.op.bodies is not None:
         return None
     # full_like needs only its input's shape, which is known: the result is a constant
     if node.op is FULL_LIKE and _small(node):
