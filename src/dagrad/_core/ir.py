@@ -199,19 +199,19 @@ def show_value(value, labels):
         return np.array2string(arr, separator=", ").replace("\n", "")
     return f"array{arr.shape} {arr.dtype}"
 
-def _listing(nodes, labels, indent, outputs=None):
+def _listing(nodes, labels, indent, outputs=None, prefix=""):
     lines = []
-    first = len(labels)
-    for i, node in enumerate(nodes, first):
+    for i, node in enumerate(nodes):
         # a name that is a number is quoted, so that it cannot be read as another node's position
-        labels[node] = f"%{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else f"%{node.name}"
+        labels[node] = f"%{prefix}{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else \
+            f"%{node.name}"
         body, kind = node_parts(node, labels)
         lines.append(f"{indent}{labels[node]} = {body} : {kind}")
         if node.op is not None and node.op.bodies is not None:
             for label, sub in node.op.bodies(node.attrs):
                 lines.append(f"{indent}  {label}:")
-                # a body's labels are its own, numbered on from the outer ones it may read
-                lines += _listing(sub.graph.nodes, dict(labels), indent + "    ", sub.outputs)
+                # a body's nodes are numbered under the node holding it: %4.0, %4.1, ...
+                lines += _listing(sub.nodes, dict(labels), indent + "    ", sub.outputs, f"{prefix}{i}.")
     if outputs is not None:
         lines.append(f"{indent}return {', '.join(show_value(o, labels) for o in outputs)}")
     return lines
