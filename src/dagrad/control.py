@@ -269,10 +269,15 @@ def _floats(values):
     return [dtype_of(v).kind == "f" for v in values]
 
 
-def _vjp_of(fn, values, cotangents):
-    """Cotangents for `values` (None for a value that is not a float) of `fn(*values)` (a list of outputs),
-    given the outputs' `cotangents` (None: zeros)."""
-    which = [k for k, f in enumerate(_floats(values)) if f]
+def _needed(values):
+    """Which inputs of a node get a cotangent: floats that are nodes or boxes (not constant arrays)."""
+    return [isinstance(v, Tensor) and f for v, f in zip(values, _floats(values))]
+
+
+def _vjp_of(fn, values, cotangents, mask=None):
+    """Cotangents for `values` (None for a value that is not a float, or is left out by `mask`) of
+    `fn(*values)` (a list of outputs), given the outputs' `cotangents` (None: zeros)."""
+    which = [k for k, f in enumerate(_floats(values) if mask is None else mask) if f]
     if not which:
         return [None] * len(values)
 
@@ -379,13 +384,19 @@ def _scan(f, init, xs, length, reverse, where, index):
     graph, params, (carry_out, y_leaves) = _trace(traced, index_aval + carry_avals + x_avals,
                                                   ["i"] * len(index_aval) + ["carry"] * n_c + ["x"] * n_x, where)
     present = [k for k, y in enumerate(y_leaves) if y is not None]
-    body = Body(graph, [p for p in params if p is not None],
-                _outputs(graph, carry_out + [y_leaves[k] for k in present], where, f), f)
+    outputs = _outputs(graph, carry_out + [y_leaves[k] for k in present], where, f)
+    operands = [*init_leaves, *[x for x in xs_leaves if x is not None],
+                *[outer for outer, _ in graph.captured.values()]]
+    # under a reverse-mode transform the node also stacks the carry before each step, which its gradient
+    # reads (else the gradient runs the loop again to find them)
+    saved = n_c if any(type(v) is Tensor and v._level and v._requires_grad for v in operands) else 0
+    carry_params = [p for p in params if p is not None][index is not None:][:n_c]
+    body = Body(graph, [p for p in params if p is not None], outputs + carry_params[:saved], f)
     y_avals = [((n, *tuple(s)), d) for s, d in body.avals[n_c:]]
     body.layout = _Layout(carry_avals + y_avals)
-    attrs = {"body": body, "length": n, "reverse": reverse, "index": index, "carries": n_c}
+    attrs = {"body": body, "length": n, "reverse": reverse, "index": index, "carries": n_c, "saved": saved}
     out = apply(SCAN, (*init_leaves, *[x for x in xs_leaves if x is not None], *body.captures), attrs)
-    parts = body.layout.unpack(out)
+    parts = body.layout.unpack(out)[:len(outputs)]
     ys = [None] * len(y_leaves)
     for k, part in zip(present, parts[n_c:]):
         ys[k] = part
@@ -454,24 +465,28 @@ def _scan_vjp(g, out, *inputs, **attrs):
     def pre(i):
         return [i] if index is not None else []
 
-    # the carry before each step, stacked: the forward again, keeping what the backward needs
-    _, carries = _scan_node(lambda i, c, x: (body(*pre(i), *c, *x, *consts)[:n_c], c), init, xs, n, reverse,
-                            offset, "scan")
-    float_c = _floats(init)
-    float_k = _floats(consts)
+    saved = attrs["saved"]
+    if saved:  # the carry before each step, stacked by the forward node
+        carries = body.layout.unpack(out)[-saved:]
+    else:  # found by running the forward again
+        _, carries = _scan_node(lambda i, c, x: (body(*pre(i), *c, *x, *consts)[:n_c], c), init, xs, n, reverse,
+                                offset, "scan")
+    float_c = _needed(init)
+    float_k = _needed(consts)
 
     def backward_step(i, state, inp):
         ct_c, ct_k = state[:n_c], state[n_c:]
         c, x, ct_y = inp[:n_c], inp[n_c:n_c + len(xs)], inp[n_c + len(xs):]
-        found = _vjp_of(lambda *v: body(*pre(i), *v), c + x + consts, ct_c + ct_y)
+        found = _vjp_of(lambda *v: body(*pre(i), *v), c + x + consts, ct_c + ct_y,
+                        _floats(init) + float_x + float_k)
         d_c = [d if d is not None else _zeros_like_aval(v) for d, v in zip(found[:n_c], c)]
         d_k = [a + d if d is not None else a for a, d in zip(ct_k, [d for d, f in zip(found[n_c + len(xs):], float_k)
                                                                     if f])]
-        return d_c + d_k, found[n_c:n_c + len(xs)] if any(_floats(x)) else []
+        return d_c + d_k, found[n_c:n_c + len(xs)]
 
-    ct_carry = [ct if f else _zeros_like_aval(v) for ct, f, v in zip(ct_carry, float_c, init)]
+    ct_carry = [ct if f else _zeros_like_aval(v) for ct, f, v in zip(ct_carry, _floats(init), init)]
     zeros_k = [_zeros_like_aval(k) for k, f in zip(consts, float_k) if f]
-    float_x = _floats(xs)
+    float_x = _needed(xs)
     state, d_xs = _scan_node(
         lambda i, s, inp: _keep_floats(backward_step(i, s, inp), float_x), ct_carry + zeros_k,
         carries + xs + [ct for ct in ct_ys], n, not reverse, offset, "scan")
@@ -485,7 +500,7 @@ def _scan_vjp(g, out, *inputs, **attrs):
 
 def _keep_floats(result, float_x):
     state, d_x = result
-    return state, [d for d, f in zip(d_x, float_x) if f] if d_x else []
+    return state, [d for d, f in zip(d_x, float_x) if f]
 
 
 def _scan_jvp(tangents, out, *inputs, **attrs):
