@@ -364,3 +364,33 @@ def test_bad_arguments():
     _raises(TypeError, lambda: dg.fori_loop(0.0, 3, lambda i, c: c, 1.0), "fori_loop:", "integer", _here())
     _raises(TypeError, lambda: dg.cond(np.ones(2) > 0, dg.sin, dg.cos, 1.0), "cond:", "scalar bool", _here())
     _raises(TypeError, lambda: dg.scan(lambda c, x: c, 0.0, np.ones(3)), "scan:", "pair (carry, y)", _here())
+
+
+def test_unknown_sizes_are_refused_with_the_reason():
+    with dg.Graph():
+        p = dg.placeholder((None, 3))
+        line = _here(1)
+        _raises(ValueError, lambda: dg.scan(lambda c, x: (c + x, None), np.zeros(3), p), "scan:", "(None, 3)",
+                "known", line)
+        q = dg.placeholder((None,))
+        line = _here(1)
+        _raises(ValueError, lambda: dg.fori_loop(0, 2, lambda i, c: c * 2.0, q), "fori_loop:", "(None,) float64",
+                "known shapes", line)
+
+
+def test_cse_keeps_nodes_with_different_bodies_apart():
+    def f(x):
+        a = dg.fori_loop(0, 3, lambda i, v: v * 2.0, x)
+        b = dg.fori_loop(0, 3, lambda i, v: v * 3.0, x)
+        return a, b
+
+    a, b = dg.compile(f)(np.ones(2))
+    assert np.array_equal(a, [8.0, 8.0]) and np.array_equal(b, [27.0, 27.0])
+
+
+def test_a_python_number_carry_names_its_dtype():
+    xs = np.ones(3)
+    line = _here(1)
+    bad = lambda xs: dg.scan(lambda c, x: (c + x, None), 0, xs)  # an int carry becomes a float
+    for call in (lambda: bad(xs), lambda: dg.compile(bad)(xs)):
+        _raises(TypeError, call, "scan:", "() int64", "() float64", "np.float32(0.0)", line)

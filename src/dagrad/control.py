@@ -338,10 +338,11 @@ def scan(f, init, xs=None, length=None, reverse=False):
 
 
 def _length(xs_leaves, length, where):
-    sizes = {shape_of(x)[0] if len(shape_of(x)) else None for x in xs_leaves if x is not None}
-    if None in sizes:
-        raise user_error(ValueError, where, "every array of xs needs a leading axis to scan over, got shapes "
-                         f"{[tuple(shape_of(x)) for x in xs_leaves if x is not None]}")
+    shapes = [_aval_of(x)[0] for x in xs_leaves if x is not None]
+    if any(shape is None or len(shape) == 0 or shape[0] is None for shape in shapes):
+        raise user_error(ValueError, where, "every array of xs needs a leading axis of known size to scan over, "
+                         f"got shapes {', '.join(str(s) for s in shapes)}")
+    sizes = {shape[0] for shape in shapes}
     if length is not None:
         if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
             raise user_error(TypeError, where, f"length must be a non-negative int, got {length!r}")
