@@ -140,7 +140,7 @@ def test_listing_shows_the_body_indented_under_its_node():
     assert any(line.startswith("    %") and "tanh(" in line for line in lines[at + 2:])
     assert any(line.startswith("    return %") for line in lines[at + 2:])
     cond_text = str(dg.compile(lambda x: dg.cond(dg.sum(x) > 0, dg.sin, dg.cos, x)).graph(H0))
-    assert "  true branch:" in cond_text and "  false branch:" in cond_text and "    %" in cond_text
+    assert "  true:" in cond_text and "  false:" in cond_text and "    %" in cond_text
 
 
 def test_generated_source_has_real_loops():

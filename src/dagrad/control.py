@@ -54,6 +54,29 @@ class Body:
     def symbol_outputs(self):
         return [o for o in self.outputs if isinstance(o, Symbol)]
 
+    def copy(self):
+        """This body in a graph of its own, node by node (each keeping its line), for a pass to rewrite:
+        the original may belong to a user's static graph. `adopt` takes the rewritten nodes back."""
+        graph = Graph()
+        graph.level, graph.captured = self.graph.level, {}
+        env = {}
+        for node in self.nodes:
+            inputs = None if node.op is None else tuple(env[a] if isinstance(a, Symbol) else a for a in node.inputs)
+            twin = new_symbol(graph, node.kind, node._shape, node._dtype, node.op, inputs, node.attrs,
+                              node._requires_grad, name=node.name if node.op is None else None)
+            twin._data, twin.where, twin.grad_of, twin._seq = node._data, node.where, node.grad_of, node._seq
+            env[node] = twin
+        copy = object.__new__(Body)
+        copy.__dict__.update(self.__dict__)
+        copy.graph, copy.nodes = graph, [env[n] for n in self.nodes]
+        copy.params, copy.inputs = [env[p] for p in self.params], [env[p] for p in self.inputs]
+        copy.outputs = [env[o] if isinstance(o, Symbol) else o for o in self.outputs]
+        return copy
+
+    def adopt(self, program):
+        """Takes the outputs and nodes of `program`, a rewritten copy of this body's."""
+        self.outputs, self.nodes = list(program.outputs), list(program.nodes)
+
     def __call__(self, *values):
         env = dict(zip(self.inputs, values))
         for node in self.nodes:
@@ -562,11 +585,13 @@ def _scan_emit(writer, node, args, target):
     k = writer.name("k")
     lines.append(f"for {k} in {f'range({n - 1}, -1, -1)' if attrs['reverse'] else f'range({n})'}:")
     inner = []
-    if index is not None:
+    read = {a for node in body.nodes if node.op is not None for a in node.inputs if isinstance(a, Symbol)}
+    read.update(body.symbol_outputs())
+    if index is not None and body.params[0] in read:
         names[body.params[0]] = writer.name("i")
         inner.append(f"{names[body.params[0]]} = np.int64({k} + {index})" if index else
                      f"{names[body.params[0]]} = np.int64({k})")
-    inner += [f"{names[p]} = {x}[{k}]" for p, x in zip(params[n_c:], xs)]
+    inner += [f"{names[p]} = {x}[{k}]" for p, x in zip(params[n_c:], xs) if p in read]
     block, _ = writer.block(body, names)
     inner += block
     outs = [names[o] if isinstance(o, Symbol) else writer.literal(o) for o in body.outputs]
@@ -579,13 +604,8 @@ def _scan_emit(writer, node, args, target):
     return lines
 
 
-def _bodies(attrs):
-    return [(label, attrs[key]) for key, label in (("body", "body"), ("cond", "cond"), ("true", "true branch"),
-                                                   ("false", "false branch")) if key in attrs]
-
-
 SCAN = Op("scan", _scan_forward, _scan_vjp, _scan_jvp, _shape_rule, True, fresh=True, dtype=_dtype_rule,
-          bodies=_bodies, emit=_scan_emit)
+          bodies=("body",), emit=_scan_emit)
 
 
 # ---------------------------------------------------------------- fori_loop
@@ -760,7 +780,7 @@ def _while_emit(writer, node, args, target):
 
 
 WHILE = Op("while_loop", _while_forward, _while_vjp, _while_jvp, _shape_rule, True, fresh=True, dtype=_dtype_rule,
-           bodies=_bodies, emit=_while_emit)
+           bodies=("cond", "body"), emit=_while_emit)
 
 
 # ---------------------------------------------------------------- cond
@@ -892,4 +912,4 @@ def _cond_emit(writer, node, args, target):
 
 
 COND = Op("cond", _cond_forward, _cond_vjp, _cond_jvp, _shape_rule, True, fresh=True, dtype=_dtype_rule,
-          bodies=_bodies, emit=_cond_emit)
+          bodies=("true", "false"), emit=_cond_emit)

@@ -208,7 +208,8 @@ def _listing(nodes, labels, indent, outputs=None, prefix=""):
         body, kind = node_parts(node, labels)
         lines.append(f"{indent}{labels[node]} = {body} : {kind}")
         if node.op is not None and node.op.bodies is not None:
-            for label, sub in node.op.bodies(node.attrs):
+            for label in node.op.bodies:
+                sub = node.attrs[label]
                 lines.append(f"{indent}  {label}:")
                 # a body's nodes are numbered under the node holding it: %4.0, %4.1, ...
                 lines += _listing(sub.nodes, dict(labels), indent + "    ", sub.outputs, f"{prefix}{i}.")
@@ -225,8 +226,7 @@ def node_parts(node, labels):
         args = [show_value(a, labels) for a in node.inputs]
         shown_attrs = node.attrs or {}
         if node.op.bodies is not None:  # the bodies are listed under the node
-            held = {id(sub) for _, sub in node.op.bodies(shown_attrs)}
-            shown_attrs = {k: v for k, v in shown_attrs.items() if id(v) not in held}
+            shown_attrs = {k: v for k, v in shown_attrs.items() if k not in node.op.bodies}
         args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in shown_attrs.items()]
         body = f"{node.op.name}({', '.join(args)})"
     return body, f"{shown(node._shape)} {node._dtype}"

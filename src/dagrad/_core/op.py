@@ -49,8 +49,8 @@ class Op:
         self.shape_source = shape_source
         # the dtype rule, dtype(*input dtypes, **attrs); None: found by running forward on stand-ins
         self.dtype = dtype
-        # an op holding graphs (control flow, dagrad/control.py): bodies(attrs) -> [(label, body)], where a
-        # body has `graph`, `inputs` and `outputs`; listings show them, passes leave such nodes alone
+        # an op holding graphs (control flow, dagrad/control.py): the names of the attributes that hold them
+        # (each a body with `graph`, `inputs`, `outputs`, `nodes`); listings show them, passes optimise them
         self.bodies = bodies
         # how codegen writes the node itself instead of a call: emit(writer, node, args, target) -> lines
         self.emit = emit

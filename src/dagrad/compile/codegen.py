@@ -150,9 +150,8 @@ class _Writer:
             op = node.op
             if op is None:
                 continue
-            if op.bodies is not None:
-                for _, body in op.bodies(node.attrs):
-                    self.bind(body.nodes)
+            for key in op.bodies or ():
+                self.bind(node.attrs[key].nodes)
             if op.emit is None and op not in self.bindings:
                 self.bindings[op] = self.naming.claim(op.name)
                 self.namespace[self.bindings[op]] = op.forward
