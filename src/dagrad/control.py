@@ -178,16 +178,23 @@ def _operand(value, where):
     return array
 
 
-def _check_types(where, fn, what, before, after, hint=""):
-    """Raises unless the pytrees `before` and `after` agree in structure, shapes and dtypes."""
+def _check_types(where, fn, before, after, carry=True):
+    """Raises unless the pytrees `before` and `after` agree in structure, shapes and dtypes: a body's carry
+    in and out (`carry`), or the outputs of cond's two branches."""
     b_leaves, b_def = tree_flatten(before)
     a_leaves, a_def = tree_flatten(after)
     b_avals = [None if x is None else _aval_of(x) for x in b_leaves]
     a_avals = [None if x is None else _aval_of(x) for x in a_leaves]
     if b_def != a_def or [a and (tuple(a[0]), a[1]) for a in b_avals] != [a and (tuple(a[0]), a[1]) for a in a_avals]:
-        raise user_error(TypeError, where, f"{_name(fn)} must return {what} of the same structure, shapes and dtypes "
-                         f"as {'its input' if 'carry' in what else 'the other branch'}: got "
-                         f"{_describe(a_def, a_avals)} for {_describe(b_def, b_avals)}{hint}")
+        what = "a carry of the same structure, shapes and dtypes as its input" if carry else \
+            "an output of the same structure, shapes and dtypes as the other branch"
+        hint = _WEAK_HINT if carry and _dtypes_differ(a_avals, b_avals) else ""
+        raise user_error(TypeError, where, f"{_name(fn)} must return {what}: got {_describe(a_def, a_avals)} for "
+                         f"{_describe(b_def, b_avals)}{hint}")
+
+
+def _dtypes_differ(a_avals, b_avals):
+    return any(a and b and a[1] != b[1] for a, b in zip(a_avals, b_avals))
 
 
 def _describe(treedef, avals):
@@ -400,7 +407,7 @@ def _scan(f, init, xs, length, reverse, where, index):
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise user_error(TypeError, where, f"{_name(f)} must return a pair (carry, y), got "
                              f"{type(out).__name__}")
-        _check_types(where, f, "a carry", carry, out[0], _WEAK_HINT)
+        _check_types(where, f, carry, out[0])
         y_leaves, shapes["y"] = tree_flatten(out[1])
         return list(tree_flatten(out[0])[0]), y_leaves
 
@@ -435,7 +442,7 @@ def _eager_scan(call, f, init, xs_leaves, xs_def, n, reverse, where, index):
         out = call(None if index is None else np.int64(index + k), carry, x)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise user_error(TypeError, where, f"{_name(f)} must return a pair (carry, y), got {type(out).__name__}")
-        _check_types(where, f, "a carry", carry, out[0], _WEAK_HINT)
+        _check_types(where, f, carry, out[0])
         carry, ys[k] = out
     if n == 0:  # the ys' structure and shapes come from tracing f once, as JAX does
         with Graph():
@@ -637,7 +644,7 @@ def fori_loop(lower, upper, body_fun, init_val):
             val = init_val
             for i in range(lower, upper):
                 new = body_fun(np.int64(i), val)
-                _check_types("fori_loop", body_fun, "a carry", val, new, _WEAK_HINT)
+                _check_types("fori_loop", body_fun, val, new)
                 val = new
             return val
         return _scan(lambda i, c, x: (body_fun(i, c), None), init_val, None, max(upper - lower, 0), False,
@@ -667,10 +674,11 @@ def while_loop(cond_fun, body_fun, init_val):
     return _while(cond_fun, body_fun, init_val, "while_loop", body_fun)
 
 
-def _truth(value, where, fn):
+def _truth(value, where, what):
+    """`value` if it is a scalar bool or integer (a predicate), else the error naming `what` it is."""
     aval = _aval_of(value)
     if tuple(aval[0]) != () or aval[1].kind not in "biu":
-        raise user_error(TypeError, where, f"{_name(fn)} must return a scalar bool, got {_shown([aval])}")
+        raise user_error(TypeError, where, f"{what} must be a scalar bool, got {_shown([aval])}")
     return value
 
 
@@ -678,9 +686,9 @@ def _while(cond_fun, body_fun, init, where, named):
     leaves, tree = tree_flatten(init)
     if not _graph_mode(*leaves):
         val = init
-        while bool(np.asarray(_innermost(_truth(cond_fun(val), where, cond_fun)))):
+        while bool(np.asarray(_innermost(_truth(cond_fun(val), where, f'the result of {_name(cond_fun)}')))):
             new = body_fun(val)
-            _check_types(where, named, "a carry", val, new, _WEAK_HINT)
+            _check_types(where, named, val, new)
             val = new
         return val
     leaves = [_operand(v, where) for v in leaves]
@@ -688,12 +696,12 @@ def _while(cond_fun, body_fun, init, where, named):
     names = ["carry"] * len(leaves)
 
     def traced_cond(*params):
-        return [_truth(cond_fun(tree_unflatten(tree, params)), where, cond_fun)]
+        return [_truth(cond_fun(tree_unflatten(tree, params)), where, f'the result of {_name(cond_fun)}')]
 
     def traced_body(*params):
         carry = tree_unflatten(tree, params)
         new = body_fun(carry)
-        _check_types(where, named, "a carry", carry, new, _WEAK_HINT)
+        _check_types(where, named, carry, new)
         return tree_flatten(new)[0]
 
     graph, params, out = _trace(traced_cond, avals, names, where)
@@ -803,7 +811,7 @@ def cond(pred, true_fun, false_fun, *operands):
             raise user_error(TypeError, "cond", f"true_fun and false_fun must be functions, got {type(fn).__name__}")
     leaves, tree = tree_flatten(operands)
     if not _graph_mode(pred, *leaves):
-        _truth(pred, "cond", _Pred)
+        _truth(pred, "cond", "pred")
         taken, other = (true_fun, false_fun) if bool(np.asarray(_innermost(pred))) else (false_fun, true_fun)
         out = taken(*operands)
         # the other branch is traced (not run), so that both are checked as JAX checks them
@@ -811,10 +819,10 @@ def cond(pred, true_fun, false_fun, *operands):
             _, _, other_out = _trace(lambda *p: other(*tree_unflatten(tree, p)),
                                      [None if v is None else _aval_of(v) for v in leaves], ["operand"] * len(leaves),
                                      "cond")
-        _check_types("cond", other, "an output", out, other_out)
+        _check_types("cond", other, out, other_out, carry=False)
         return out
     pred = _operand(pred, "cond")
-    _truth(pred, "cond", _Pred)
+    _truth(pred, "cond", "pred")
     leaves = [_operand(v, "cond") for v in leaves]
     avals = [None if v is None else _aval_of(v) for v in leaves]
     bodies = []
@@ -825,16 +833,12 @@ def cond(pred, true_fun, false_fun, *operands):
         outs.append(out)
         out_leaves, out_def = tree_flatten(out)
         bodies.append(Body(graph, [p for p in params if p is not None], _outputs(graph, out_leaves, "cond", fn), fn))
-    _check_types("cond", false_fun, "an output", outs[0], outs[1])
+    _check_types("cond", false_fun, outs[0], outs[1], carry=False)
     true, false = bodies
     true.layout = false.layout = _Layout(true.avals)
     present = [v for v in leaves if v is not None]
     out = apply(COND, (pred, *present, *true.captures, *false.captures), {"true": true, "false": false})
     return tree_unflatten(out_def, true.layout.unpack(out))
-
-
-class _Pred:
-    __qualname__ = "the predicate"
 
 
 def _cond_parts(inputs, attrs):
