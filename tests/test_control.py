@@ -394,3 +394,35 @@ def test_a_python_number_carry_names_its_dtype():
     bad = lambda xs: dg.scan(lambda c, x: (c + x, None), 0, xs)  # an int carry becomes a float
     for call in (lambda: bad(xs), lambda: dg.compile(bad)(xs)):
         _raises(TypeError, call, "scan:", "() int64", "() float64", "np.float32(0.0)", line)
+
+
+def test_a_variable_read_in_a_body_trains_in_a_session():
+    with dg.Graph() as graph:
+        w = dg.Variable(np.zeros(3), name="w")
+        c, _ = dg.scan(lambda c, x: (c * 0.5 + x * w, None), np.zeros(3), XS)
+        loss = dg.sum((c - 1.0) ** 2)
+        (dw,) = dg.gradients(loss, [w])
+        train = dg.optim.SGD([w], lr=0.1).minimize(loss)
+    session = dg.Session(graph)
+
+    def numpy_loss(v):
+        c = np.zeros(3)
+        for x in XS:
+            c = c * 0.5 + x * v
+        return np.sum((c - 1.0) ** 2)
+
+    assert np.allclose(session.run(dw), numeric_grad(numpy_loss, np.zeros(3)), atol=1e-6)
+    before = session.run(loss)
+    for _ in range(20):
+        session.run(train)
+    assert np.isclose(session.run(loss), numpy_loss(w.value)) and session.run(loss) < before / 2
+
+
+def test_transforms_inside_a_body_and_forward_mode_for_a_captured_weight():
+    def f(x):
+        step = lambda c, x: (c + dg.grad(lambda u: dg.sum(dg.sin(u) * x))(c), c)
+        return dg.scan(step, x, XS)[0]
+
+    assert np.allclose(dg.compile(f)(H0), f(H0), rtol=1e-12, atol=1e-12)
+    loss = lambda w: rnn_loss(w, H0, XS)  # the weight is read by the body: captured
+    assert np.allclose(dg.compile(dg.jacfwd(loss))(W), numeric_grad(loss, W), atol=1e-6)
