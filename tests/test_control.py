@@ -426,3 +426,11 @@ def test_transforms_inside_a_body_and_forward_mode_for_a_captured_weight():
     assert np.allclose(dg.compile(f)(H0), f(H0), rtol=1e-12, atol=1e-12)
     loss = lambda w: rnn_loss(w, H0, XS)  # the weight is read by the body: captured
     assert np.allclose(dg.compile(dg.jacfwd(loss))(W), numeric_grad(loss, W), atol=1e-6)
+
+
+def test_zero_steps_give_the_initial_carry_and_empty_ys():
+    f = lambda c, x: (c + x, {"twice": c * 2.0})
+    for scan in (dg.scan, lambda *a: dg.compile(lambda xs: dg.scan(f, np.zeros(2), xs))(a[2])):
+        carry, ys = scan(f, np.zeros(2), np.ones((0, 2)))
+        assert np.array_equal(carry, np.zeros(2)) and ys["twice"].shape == (0, 2)
+    assert dg.fori_loop(3, 1, lambda i, c: c + 1.0, 0.5) == 0.5

@@ -446,9 +446,7 @@ def _eager_scan(call, f, init, xs_leaves, xs_def, n, reverse, where, index):
         carry, ys[k] = out
     if n == 0:  # the ys' structure and shapes come from tracing f once, as JAX does
         with Graph():
-            _, empty = _scan(f if index is not None else (lambda c, x: f(c, x)), init,
-                             tree_unflatten(xs_def, [None if x is None else x[:1] for x in xs_leaves]),
-                             None if any(x is not None for x in xs_leaves) else 1, reverse, where, index)
+            _, empty = _scan(f, init, tree_unflatten(xs_def, xs_leaves), 0, reverse, where, index)
         leaves, y_def = tree_flatten(empty)
         return carry, tree_unflatten(y_def, [None if y is None else np.zeros((0, *y.shape[1:]), y.dtype)
                                              for y in leaves])
@@ -502,36 +500,25 @@ def _scan_vjp(g, out, *inputs, **attrs):
     else:  # found by running the forward again
         _, carries = _scan_node(lambda i, c, x: (body(*pre(i), *c, *x, *consts)[:n_c], c), init, xs, n, reverse,
                                 offset, "scan")
-    float_c = _needed(init)
-    float_k = _needed(consts)
+    float_c, float_x, float_k = _needed(init), _needed(xs), _needed(consts)
 
     def backward_step(i, state, inp):
+        # one step back: the body's vjp at the step's carry and x; the captured values' cotangents add up
         ct_c, ct_k = state[:n_c], state[n_c:]
         c, x, ct_y = inp[:n_c], inp[n_c:n_c + len(xs)], inp[n_c + len(xs):]
         found = _vjp_of(lambda *v: body(*pre(i), *v), c + x + consts, ct_c + ct_y,
                         _floats(init) + float_x + float_k)
         d_c = [d if d is not None else _zeros_like_aval(v) for d, v in zip(found[:n_c], c)]
-        d_k = [a + d if d is not None else a for a, d in zip(ct_k, [d for d, f in zip(found[n_c + len(xs):], float_k)
-                                                                    if f])]
-        return d_c + d_k, found[n_c:n_c + len(xs)]
+        d_k = [a + d for a, d in zip(ct_k, [d for d, f in zip(found[n_c + len(xs):], float_k) if f])]
+        return d_c + d_k, [d for d, f in zip(found[n_c:n_c + len(xs)], float_x) if f]
 
     ct_carry = [ct if f else _zeros_like_aval(v) for ct, f, v in zip(ct_carry, _floats(init), init)]
     zeros_k = [_zeros_like_aval(k) for k, f in zip(consts, float_k) if f]
-    float_x = _needed(xs)
-    state, d_xs = _scan_node(
-        lambda i, s, inp: _keep_floats(backward_step(i, s, inp), float_x), ct_carry + zeros_k,
-        carries + xs + [ct for ct in ct_ys], n, not reverse, offset, "scan")
+    state, d_xs = _scan_node(backward_step, ct_carry + zeros_k, carries + xs + ct_ys, n, not reverse, offset, "scan")
     d_init = [d if f else None for d, f in zip(state[:n_c], float_c)]
     d_k = iter(state[n_c:])
-    d_consts = [next(d_k) if f else None for f in float_k]
     d_x = iter(d_xs)
-    d_xs = [next(d_x) if f else None for f in float_x]
-    return (*d_init, *d_xs, *d_consts)
-
-
-def _keep_floats(result, float_x):
-    state, d_x = result
-    return state, [d for d, f in zip(d_x, float_x) if f]
+    return (*d_init, *[next(d_x) if f else None for f in float_x], *[next(d_k) if f else None for f in float_k])
 
 
 def _scan_jvp(tangents, out, *inputs, **attrs):
