@@ -32,10 +32,10 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source", "dtype", "batch", "boxed_index")
+                 "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
-                 shape_source=False, dtype=None, batch=None, boxed_index=False):
+                 shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -54,6 +54,11 @@ class Op:
         self.batch = batch
         # attrs["index"] may hold vmap's boxes (x[labels] with batched labels): dispatch finds them there
         self.boxed_index = boxed_index
+        # an op holding graphs (control flow, dagrad/control.py): the names of the attributes that hold them
+        # (each a body with `graph`, `inputs`, `outputs`, `nodes`); listings show them, passes optimise them
+        self.bodies = bodies
+        # how codegen writes the node itself instead of a call: emit(writer, node, args, target) -> lines
+        self.emit = emit
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -229,7 +234,8 @@ def _apply_traced(op, args, attrs):
     if top is None:
         return _call_forward(op, args, attrs)
     level = top._level
-    if symbolic and level == 0:  # a static graph: build a node instead of computing
+    # a static graph (level 0), or a body of control flow being traced (its Symbols have the body's level)
+    if symbolic and (level == 0 or top._symbolic):
         return build(op, args, attrs)
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)
