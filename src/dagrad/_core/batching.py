@@ -28,9 +28,11 @@ def lead(value, rank):
 
 def elementwise(op, values, batched, attrs):
     """Ops that broadcast their inputs: the batched ones are aligned on the right of the batch axis."""
-    rank = max(ndim_of(v) - b for v, b in zip(values, batched))
-    values = tuple(lead(v, rank) if b else v for v, b in zip(values, batched))
-    return apply(op, values, attrs or None), True
+    ranks = [len(shape_of(v)) - b for v, b in zip(values, batched)]
+    rank = max(ranks)
+    if any(b and r < rank for r, b in zip(ranks, batched)):
+        values = [lead(v, rank) if b else v for v, b in zip(values, batched)]
+    return apply(op, tuple(values), attrs or None), True
 
 
 def _shifted(axis, rank):

@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
-from .shapes import shape_of
+from .shapes import broadcast_shapes, shape_of
 from .tensor import Batched, Dual, Tensor, _grad_mode, _leaf, _new, next_seq
 
 REGISTRY: dict[str, Op] = {}
@@ -205,7 +205,8 @@ def apply(op, args, attrs=None):
             record = record or a._requires_grad
             values.append(a._value)
         else:
-            if type(a) not in _PLAIN:
+            kind = type(a)
+            if kind not in _PLAIN and (kind is not np.ndarray or a.dtype.kind in "cO"):
                 check_plain(op, a)
             values.append(a)
     if op.boxed_index and _index_level(attrs):  # a vmap box in the index, over an eager tensor or an array
@@ -224,7 +225,7 @@ def _apply_traced(op, args, attrs):
             symbolic = symbolic or a._symbolic
             if top is None or a._level > top._level:
                 top = a
-        elif type(a) not in _PLAIN:
+        elif type(a) not in _PLAIN and (type(a) is not np.ndarray or a.dtype.kind in "cO"):
             check_plain(op, a)
     if op.boxed_index:
         index_level = _index_level(attrs)
@@ -244,7 +245,7 @@ def _apply_traced(op, args, attrs):
     values = tuple(a._value if isinstance(a, Tensor) and a._level == level else a for a in args)
     record = op.differentiable and any(isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args)
     # level 0 holds raw values; a higher level's values may be boxes of lower levels
-    out = _call_forward(op, values, attrs) if level == 0 else apply(op, values, attrs)
+    out = _call_forward(op, values, attrs) if level == 0 else _apply_traced(op, values, attrs)
     return _result(op, out, args, attrs, record, level)
 
 
@@ -270,6 +271,24 @@ class Mapped:
 
 def _apply_batched(op, args, attrs, level):
     """apply() where a vmap box of `level` is the highest: the op's batching rule, else a loop over examples."""
+    if op.shape is broadcast_shapes and attrs is None:
+        # the common case of an elementwise op on mapped arrays of one rank (and numbers): NumPy directly,
+        # without the rule's alignment (eager vmap(grad) of an MLP: 650 instead of 684 us of overhead)
+        values = []
+        rank = None
+        for a in args:
+            if type(a) is Batched and a._level == level and type(a._value) is np.ndarray:
+                if rank is None:
+                    rank = a._value.ndim
+                elif a._value.ndim != rank:
+                    break
+                values.append(a._value)
+            elif type(a) in _PLAIN:
+                values.append(a)
+            else:
+                break
+        else:
+            return _leaf(_call_forward(op, values, None), False, level, Batched)
     batched = [isinstance(a, Tensor) and a._level == level for a in args]
     values = [a._value if b else a for a, b in zip(args, batched)]
     if op.boxed_index:
