@@ -32,10 +32,10 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source", "dtype")
+                 "shape_source", "dtype", "alias", "barrier")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
-                 shape_source=False, dtype=None):
+                 shape_source=False, dtype=None, alias=None, barrier=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -49,6 +49,12 @@ class Op:
         self.shape_source = shape_source
         # the dtype rule, dtype(*input dtypes, **attrs); None: found by running forward on stand-ins
         self.dtype = dtype
+        # returns its input number `alias` itself (a checkpoint's output, an optimization barrier): codegen
+        # writes `t = that input`, and once gradients are built the passes replace the node by that input
+        self.alias = alias
+        # an alias the passes never fold, merge or replace (JAX's optimization_barrier): nodes computed
+        # from it are never merged with those computed from its input (a checkpoint's recomputation)
+        self.barrier = barrier
 
     def __repr__(self):
         return f"<op {self.name}>"

@@ -107,7 +107,7 @@ def _write(program, name, grouped, reserved):
     names = {node: naming.claim(node.name or "x") for node in program.inputs}
     bindings = {}
     for node in nodes:
-        if node.op is not None and node.op not in bindings:
+        if node.op is not None and node.op.alias is None and node.op not in bindings:
             bindings[node.op] = naming.claim(node.op.name)
     namespace = {"np": np, **{binding: op.forward for op, binding in bindings.items()}}
     constants = _Constants(naming, namespace)
@@ -125,11 +125,14 @@ def _write(program, name, grouped, reserved):
         if node.op is None:
             continue
         args = [names[a] if isinstance(a, Symbol) else constants.literal(a) for a in node.inputs]
-        args += _keyword_arguments(node.attrs or {}, constants)
-        target = plan.out_into.get(node)
-        if target is not None:
-            args.append(f"out={names[target]}")
-        code = f"{names[node]} = {bindings[node.op]}({', '.join(args)})"
+        if node.op.alias is not None:  # the op returns that input itself (an optimization barrier)
+            code = f"{names[node]} = {args[node.op.alias]}"
+        else:
+            args += _keyword_arguments(node.attrs or {}, constants)
+            target = plan.out_into.get(node)
+            if target is not None:
+                args.append(f"out={names[target]}")
+            code = f"{names[node]} = {bindings[node.op]}({', '.join(args)})"
         dead = [names[d] for d in plan.dies_at.get(i, ()) if d.kind != "constant"]
         if dead:
             code += f"; del {', '.join(dead)}"
