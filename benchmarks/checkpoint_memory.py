@@ -12,14 +12,17 @@ a compiled PyTorch-style step under `dg.compile`), of a 20-layer tanh MLP, each 
 
 Memory is tracemalloc's peak (NumPy reports its allocations to it) over one step, counted from the
 step's start after a first, untraced step (which also traces the compiled one): what the step
-allocates beyond the parameters and the data, including the gradients it returns. Each checkpointed
-step's gradients are compared with the plain step's, bit for bit, before anything is reported.
+allocates beyond the parameters and the data, including the gradients it returns. The time ratio
+(checkpointed over plain, medians of a few steps) shows what the recomputation costs. Each
+checkpointed step's gradients are compared with the plain step's, bit for bit, before anything is
+reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import time
 import tracemalloc
 
 import numpy as np
@@ -60,8 +63,8 @@ def step_function(layers, head, checkpointed):
     return step, params
 
 
-def measure(width, batch, block, mode, checkpointed):
-    """(peak bytes of one step, the parameters' gradients)."""
+def measure(width, batch, block, mode, checkpointed, repeats):
+    """(peak bytes of one step, the parameters' gradients, median seconds per step)."""
     rng = np.random.default_rng(1)
     X, Y = rng.standard_normal((batch, width)), rng.integers(0, 10, batch)
     layers, head = model(width, block)
@@ -79,16 +82,22 @@ def measure(width, batch, block, mode, checkpointed):
     step(x, Y)
     peak = tracemalloc.get_traced_memory()[1] - start
     tracemalloc.stop()
-    return peak, [p.grad.numpy().copy() for p in params]
+    grads = [p.grad.numpy().copy() for p in params]
+    times = []
+    for _ in range(repeats):  # untraced: tracemalloc slows allocation down
+        began = time.perf_counter()
+        step(x, Y)
+        times.append(time.perf_counter() - began)
+    return peak, grads, float(np.median(times))
 
 
-def compare(width, batch, block, mode):
-    """Peaks without and with checkpoints; raises if the gradients differ in any bit."""
-    plain, grads = measure(width, batch, block, mode, False)
-    checked, grads_checked = measure(width, batch, block, mode, True)
+def compare(width, batch, block, mode, repeats):
+    """(peak, time) without and with checkpoints; raises if the gradients differ in any bit."""
+    plain, grads, plain_time = measure(width, batch, block, mode, False, repeats)
+    checked, grads_checked, checked_time = measure(width, batch, block, mode, True, repeats)
     if not all(np.array_equal(a, b) for a, b in zip(grads, grads_checked)):
         raise AssertionError(f"{block} {mode}: the checkpointed gradients differ from the plain ones")
-    return plain, checked
+    return plain, checked, plain_time, checked_time
 
 
 def main():
@@ -97,18 +106,19 @@ def main():
     quick = parser.parse_args().quick
     configs = ([("linear", 128, 64), ("mlp", 64, 256)] if quick else
                [("linear", 512, 256), ("linear", 256, 2048), ("mlp", 512, 256), ("mlp", 256, 2048)])
+    repeats = 3 if quick else 7
     print(f"Training step of a {DEPTH}-layer tanh MLP (loss + every parameter's gradient), float64: "
-          "tracemalloc peak of one step, MB")
+          f"tracemalloc peak of one step (MB), and the median time of {repeats} steps")
     print()
-    print("| layer | width | batch | mode | plain | checkpoint each layer | ratio | gradients |")
-    print("|---|---:|---:|---|---:|---:|---:|---|")
+    print("| layer | width | batch | mode | plain MB | checkpoint each layer MB | ratio | time ratio | gradients |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---|")
     for block, width, batch in configs:
         kind = f"Linear({width}, {width}) + tanh" if block == "linear" else \
             f"Linear({width}, {4 * width}) + tanh + Linear({4 * width}, {width})"
         for mode in ("eager", "compiled"):
-            plain, checked = compare(width, batch, block, mode)
+            plain, checked, plain_time, checked_time = compare(width, batch, block, mode, repeats)
             print(f"| {kind} | {width} | {batch} | {mode} | {plain / 1e6:.1f} | {checked / 1e6:.1f} | "
-                  f"{checked / plain:.2f} | bit for bit |")
+                  f"{checked / plain:.2f} | {checked_time / plain_time:.2f} | bit for bit |")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,9 @@ def _vjp(g, out, *inputs, tape):
 
 
 def _jvp(tangents, out, *inputs, tape):
-    return tangents[-1]  # the output's own tangent (the node is the identity on it)
+    # the output's own tangent: a graph's node returns its last input. (Checkpoint nodes are made by
+    # _Tape.wrap, never by apply, so forward mode does not reach them; this keeps the Op complete.)
+    return tangents[-1]
 
 
 # f's output: its inputs are the region's externals and, in a graph, the output node itself, which it
@@ -234,7 +236,7 @@ class _Tape:
         """The cotangents of the checkpoint node's inputs, by a reverse sweep over a replay of the region.
         In graph mode (`out` is the node and `inputs` are its own inputs: create_graph, static gradients) the
         replay reads the inputs, at their level, so the result is differentiable again; otherwise it reads
-        their values, boxed at a fresh level."""
+        their values, as new leaves at a level of their own."""
         n = self.n
         graph_mode = (isinstance(out, Tensor) and out.op is CHECKPOINT and out.attrs["tape"] is self
                       and all(a is b for a, b in zip(out.inputs, inputs)))
@@ -248,7 +250,9 @@ class _Tape:
                 within = {v for v in values if isinstance(v, Tensor)}
                 found = reverse_sweep([values[-1]], [g], level, graph_mode=True, targets=targets, within=within)
             else:
-                level = _next_level()
+                # a fresh level keeps the replay apart from any level the values belong to; plain arrays
+                # belong to none, and level 0 runs the eager fast path
+                level = _next_level() if any(isinstance(v, Tensor) for v in inputs[:n]) else 0
                 sources = [_leaf(_barrier(v), True, level) if wanted else _barrier(v)
                            for v, wanted in zip(inputs[:n], self.wanted)]
                 root = self.replay(sources)[-1]
