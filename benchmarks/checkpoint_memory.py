@@ -3,6 +3,8 @@
     python benchmarks/checkpoint_memory.py            # the figures of docs/checkpoint.md
     python benchmarks/checkpoint_memory.py --quick    # a smaller instance
 
+benchmarks/run.py reports `measure()`'s rows (workload (g), bench_transforms.py).
+
 A training step is the loss and the gradients of every parameter (`loss.backward()`, eagerly and as
 a compiled PyTorch-style step under `dg.compile`), of a 20-layer tanh MLP, each layer one
 `dg.checkpoint` in the checkpointed step. Two kinds of layer:
@@ -63,8 +65,8 @@ def step_function(layers, head, checkpointed):
     return step, params
 
 
-def measure(width, batch, block, mode, checkpointed, repeats):
-    """(peak bytes of one step, the parameters' gradients, median seconds per step)."""
+def _measure(width, batch, block, mode, checkpointed, repeats=0):
+    """(peak bytes of one step, the parameters' gradients, median seconds of `repeats` more steps or None)."""
     rng = np.random.default_rng(1)
     X, Y = rng.standard_normal((batch, width)), rng.integers(0, 10, batch)
     layers, head = model(width, block)
@@ -88,16 +90,39 @@ def measure(width, batch, block, mode, checkpointed, repeats):
         began = time.perf_counter()
         step(x, Y)
         times.append(time.perf_counter() - began)
-    return peak, grads, float(np.median(times))
+    return peak, grads, float(np.median(times)) if times else None
 
 
 def compare(width, batch, block, mode, repeats):
     """(peak, time) without and with checkpoints; raises if the gradients differ in any bit."""
-    plain, grads, plain_time = measure(width, batch, block, mode, False, repeats)
-    checked, grads_checked, checked_time = measure(width, batch, block, mode, True, repeats)
+    plain, grads, plain_time = _measure(width, batch, block, mode, False, repeats)
+    checked, grads_checked, checked_time = _measure(width, batch, block, mode, True, repeats)
     if not all(np.array_equal(a, b) for a, b in zip(grads, grads_checked)):
         raise AssertionError(f"{block} {mode}: the checkpointed gradients differ from the plain ones")
     return plain, checked, plain_time, checked_time
+
+
+def _layer(block, width):
+    return f"Linear({width}, {width}) + tanh" if block == "linear" else \
+        f"Linear({width}, {4 * width}) + tanh + Linear({4 * width}, {width})"
+
+
+# the rows benchmarks/run.py reports in workload (g): the brief's MLP (where the parameters' gradients are
+# most of the peak, so no checkpointing halves it) and MLP blocks at a batch larger than the width
+HEADLINE = [("linear", 512, 256), ("mlp", 256, 2048)]
+
+
+def measure():
+    """For benchmarks/run.py (bench_transforms.bench_checkpoint): {row label: (peak bytes without
+    checkpoints, with them, whether the gradients are equal bit for bit)}."""
+    rows = {}
+    for block, width, batch in HEADLINE:
+        for mode in ("eager", "compiled"):
+            plain, grads, _ = _measure(width, batch, block, mode, False)
+            checked, grads_checked, _ = _measure(width, batch, block, mode, True)
+            equal = all(np.array_equal(a, b) for a, b in zip(grads, grads_checked))
+            rows[f"{mode}: {DEPTH} x {_layer(block, width)}, batch {batch}"] = (plain, checked, equal)
+    return rows
 
 
 def main():
@@ -113,8 +138,7 @@ def main():
     print("| layer | width | batch | mode | plain MB | checkpoint each layer MB | ratio | time ratio | gradients |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---|")
     for block, width, batch in configs:
-        kind = f"Linear({width}, {width}) + tanh" if block == "linear" else \
-            f"Linear({width}, {4 * width}) + tanh + Linear({4 * width}, {width})"
+        kind = _layer(block, width)
         for mode in ("eager", "compiled"):
             plain, checked, plain_time, checked_time = compare(width, batch, block, mode, repeats)
             print(f"| {kind} | {width} | {batch} | {mode} | {plain / 1e6:.1f} | {checked / 1e6:.1f} | "
