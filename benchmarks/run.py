@@ -29,6 +29,8 @@ Workloads
       gradient called on 1,000 vector lengths, each in a fresh subprocess: tracemalloc's current
       memory once the caches are full (after 100 shapes) and at the end, and the linecache entries
       of generated code still alive. Bounded caches keep both flat.
+  (g) transforms (issue 15, benchmarks/bench_transforms.py): per-example gradients with vmap against
+      JAX and torch.func, scan compile and run times, checkpoint memory; see that module.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -81,6 +83,8 @@ if XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
 
 import numpy as np  # noqa: E402  (after the thread settings)
+
+import bench_transforms  # noqa: E402  (workload (g), beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
 # Benchmark the working tree, not whatever copy of dagrad happens to be installed.
@@ -1555,6 +1559,15 @@ def main(argv=None):
     table_train_memory = train_memory_table(train_memory)
     table_targets = targets_table(overhead_times, mlp_times, hessian_times, compile_times, memory)
     table_targets_7 = targets_table_training(train_times, scalar_times, train_memory)
+    print("(g) transforms: per-example gradients, scan, checkpoint ...", file=sys.stderr)
+    table_g = bench_transforms.tables(
+        bench_transforms.bench_per_example(run_interleaved, load_jax, repeats, warmup),
+        bench_transforms.bench_scan(run_interleaved, repeats, warmup),
+        bench_transforms.bench_checkpoint(),
+        hessian_times,
+        median,
+        iqr,
+    )
     print("(f) long loops over input shapes: Session and dg.compile caches ...", file=sys.stderr)
     table_f = cache_memory_table(bench_cache_memory(mode))
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
@@ -1578,7 +1591,9 @@ def main(argv=None):
         "### (f) long loops over input shapes: bounded caches\n\n"
         "Compiled code is cached per input shape, 64 entries at most, each releasing its linecache entry "
         "when evicted; memory after the caches are full stays flat.\n\n"
-        f"{table_f}\n"
+        f"{table_f}\n\n"
+        "### (g) transforms (issue 15): vmap, scan, checkpoint\n\n"
+        f"{table_g}\n"
     )
     print(tables)
     report = "\n".join(

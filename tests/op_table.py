@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import dagrad as dg
+import dagrad.numpy as dnp
 from dagrad.ops.reduce import sum_to
+from dagrad.ops.shape import scatter_add
 
 
 @dataclass
@@ -43,6 +45,12 @@ CASES: list[Case] = []
 
 def case(op, f, ref, *shapes, **kw):
     CASES.append(Case(op, f, ref, shapes, **kw))
+
+
+def _torch_take(x, indices, axis):
+    import torch
+
+    return torch.index_select(x, axis, torch.tensor(indices) % x.shape[axis])
 
 
 def _nnf(name):
@@ -283,6 +291,12 @@ for _label, _index in [("x[1:, ::2]", (slice(1, None), slice(None, None, 2))), (
                        ("x[[0, 2, 0]]", [0, 2, 0]), ("x[mask]", np.array([True, False, True]))]:
     case("getitem", lambda x, i=_index: x[i], lambda x, i=_index: x[i], (3, 4), name=_label,
          torch_ref=(lambda x, i=_index: x[_t("tensor")(i)] if isinstance(i, (list, np.ndarray)) else x[i]))
+case("gather", lambda x: dnp.take(x, np.array([2, 0, 2, -1]), axis=1), lambda x: np.take(x, [2, 0, 2, -1], axis=1),
+     (3, 4), torch_ref=lambda x: _torch_take(x, [2, 0, 2, -1], 1))
+case("gather", lambda x: dnp.take(x, np.array([[1], [0]]), axis=0), lambda x: np.take(x, [[1], [0]], axis=0), (2, 3),
+     name="gather 2-d indices")
+case("scatter_add", lambda v: scatter_add(v, np.array([0, 2, 0]), 0, (3, 2)),
+     lambda v: np.array([v[0] + v[2], np.zeros(2), v[1]]), (3, 2))
 case("index_add", lambda v: dg.index_add(v, slice(1, 3), (4,)),
      lambda v: np.concatenate([[0.0], v, [0.0]]), (2,))
 case("index_add", lambda v: dg.index_add(v, np.array([0, 2, 0]), (3,)),

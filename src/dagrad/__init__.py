@@ -15,7 +15,8 @@ from ._version import __version__
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
 from . import _methods  # noqa: F401  (binds Tensor's operators and methods to the ops)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
-from .transforms import elementwise_grad, grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
+from .transforms import elementwise_grad, grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
+from .control import cond, fori_loop, scan, while_loop
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, check_grads, gradcheck

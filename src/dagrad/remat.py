@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core import batching
 from ._core.autodiff import _check_versions, check_numeric, reverse_sweep
 from ._core.dtypes import first
 from ._core.errors import user_error
@@ -44,10 +45,14 @@ def _same(x):
     return x
 
 
+def _emit_alias(writer, node, args, target):
+    return [f"{target} = {args[node.op.alias]}"]  # the input itself: no call, no copy
+
+
 # what passes through it is not recognised as its input: a recomputation built from it is never merged
 # with the forward nodes built from the input (JAX's optimization_barrier); generated as `t = x`
 BARRIER = Op("optimization_barrier", _same, (lambda g, out, x: g,), (lambda t, out, x: t,), lambda shape: shape,
-             True, dtype=first, alias=0, barrier=True)
+             True, dtype=first, batch=batching.elementwise, emit=_emit_alias, alias=0, barrier=True)
 
 
 def _output(*inputs, tape):
@@ -67,7 +72,7 @@ def _jvp(tangents, out, *inputs, tape):
 # f's output: its inputs are the region's externals and, in a graph, the output node itself, which it
 # returns (so the passes drop it once the gradients are built); its vjp recomputes the region
 CHECKPOINT = Op("checkpoint", _output, _vjp, _jvp, lambda *shapes, tape: shapes[-1], True,
-                dtype=lambda *dtypes, tape: dtypes[-1], alias=-1)
+                dtype=lambda *dtypes, tape: dtypes[-1], emit=_emit_alias, alias=-1)
 
 
 def checkpoint(f):

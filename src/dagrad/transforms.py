@@ -1,6 +1,6 @@
-"""The functional transforms: grad, value_and_grad, vjp, jvp, jacobian (= jacrev), jacfwd, hessian (JAX's
-names and semantics) and autograd's elementwise_grad, built on the reverse sweep and the forward-mode duals
-of the core.
+"""The functional transforms: grad, value_and_grad, vjp, jvp, jacobian (= jacrev), jacfwd, hessian, vmap
+(JAX's names and semantics) and autograd's elementwise_grad, built on the reverse sweep, the forward-mode
+duals and the batching boxes of the core.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from ._core.op import make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
-from ._core.tensor import Dual, Tensor, _leaf, enable_grad
+from ._core.tensor import Batched, Dual, Tensor, _leaf, enable_grad
 from .ops.reduce import sum as reduce_sum
-from .ops.shape import reshape, stack
+from .ops.shape import moveaxis, reshape
 
 _next_level = itertools.count(1).__next__  # each transform boxes its inputs at a level of its own
 
@@ -212,22 +212,26 @@ def _input_leaves(x, where):
     return [_differentiable_input(leaf, where) for leaf in leaves], treedef
 
 
-def _basis(shape, k, dtype):
-    e = np.zeros(shape, dtype)
-    e.flat[k] = 1
-    return e
+def _basis(shape, dtype):
+    """The unit vectors of an array of `shape`, stacked: shape (size,) + shape."""
+    size = int(np.prod(shape))
+    return np.eye(size, dtype=dtype).reshape((size, *shape))
 
 
-def _assemble(parts, out_shape, in_shape, dtype, axis):
-    """One Jacobian from its rows (axis 0) or columns (axis -1): shape out_shape + in_shape."""
-    if not parts:
-        return np.zeros(out_shape + in_shape, dtype)
-    stacked = stack(parts, axis=axis) if any(isinstance(p, Tensor) for p in parts) else np.stack(parts, axis=axis)
-    return reshape(stacked, out_shape + in_shape)
+def _block(batched, out_shape, in_shape, original, position):
+    """One Jacobian block, shape out_shape + in_shape, from the vmapped rows (position 0: one per output
+    element) or columns (-1: one per input element, batch axis first), as the input's kind."""
+    if position == -1:
+        batched = moveaxis(batched, 0, -1)
+    block = reshape(batched, tuple(out_shape) + tuple(in_shape))
+    if type(original) is Tensor and original._level == 0 and not isinstance(block, Tensor):
+        return _leaf(np.asarray(block), False)
+    return block
 
 
 def jacobian(f, argnums=0):
-    """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element.
+    """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element, all of them at
+    once through `vmap` (the cotangents are the rows of an identity matrix).
 
     With a tuple `argnums` each result is a tuple (one per argument). Inputs and outputs may be
     pytrees (nested lists, tuples, dicts), as in `jax.jacrev`: the result is the outputs' tree
@@ -245,6 +249,7 @@ def jacobian(f, argnums=0):
     def jacobian_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacobian")
         inputs = [_input_leaves(args[n], "jacobian") for n in nums]
+        originals = [tree_flatten(args[n])[0] for n in nums]
         traced = _Traced(f, args, nums, "jacobian")
         out_leaves, out_def = tree_flatten(traced.out)
         for o in out_leaves:
@@ -252,9 +257,16 @@ def jacobian(f, argnums=0):
         results = []
         for out in out_leaves:
             shape, dtype = _shape(out), _dtype(out)
-            rows = [[tree_flatten(ct)[0] for ct in traced.pull([out], [_basis(shape, k, dtype)])]
-                    for k in range(int(np.prod(shape)))]
-            results.append(_arranged(inputs, lambda j, i: [row[j][i] for row in rows], shape, dtype, 0, single))
+            basis = _basis(shape, dtype)
+            if len(basis):
+                rows = vmap(lambda ct, out=out: traced.pull([out], [ct]))(basis)
+                rows = [tree_flatten(r)[0] for r in rows]
+            else:  # an empty output: no rows
+                rows = [[np.zeros((0, *_shape(leaf)), dtype) for leaf in leaves] for leaves, _ in inputs]
+            per_arg = [tree_unflatten(treedef, [_block(r, shape, _shape(leaf), original, 0)
+                                                for r, leaf, original in zip(rows[j], leaves, originals[j])])
+                       for j, (leaves, treedef) in enumerate(inputs)]
+            results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 
     _name(jacobian_f, "jacobian", f)
@@ -264,17 +276,9 @@ def jacobian(f, argnums=0):
 jacrev = jacobian  # JAX's name
 
 
-def _arranged(inputs, pieces, out_shape, dtype, position, single):
-    """One output's Jacobian, arranged as the differentiated arguments' pytrees: `pieces(j, i)` are the
-    per-element rows (position 0) or columns (-1) for leaf i of argument j."""
-    per_arg = [tree_unflatten(treedef, [_assemble(pieces(j, i), out_shape, _shape(leaf), dtype, position)
-                                        for i, leaf in enumerate(leaves)])
-               for j, (leaves, treedef) in enumerate(inputs)]
-    return per_arg[0] if single else tuple(per_arg)
-
-
 def jacfwd(f, argnums=0):
-    """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element.
+    """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element, all of them at
+    once through `vmap` (the tangents are the rows of an identity matrix).
 
     Results are arranged as in `jacobian` (pytrees of inputs and outputs too).
 
@@ -287,7 +291,8 @@ def jacfwd(f, argnums=0):
     def jacfwd_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
         inputs = [_input_leaves(args[n], "jacfwd") for n in nums]
-        columns = []  # per argument, per input leaf: one list of output tangent leaves per element of the leaf
+        originals = [tree_flatten(args[n])[0] for n in nums]
+        columns = []  # per argument, per input leaf: the output tangent leaves, batched over the leaf's elements
         out = None
         for n, (leaves, treedef) in zip(nums, inputs):
             per_leaf = []
@@ -298,19 +303,28 @@ def jacfwd(f, argnums=0):
                     merged[n] = tree_unflatten(treedef, leaves[:i] + [leaf] + leaves[i + 1:])
                     return f(*merged)
 
-                per_element = []
-                for k in range(int(np.prod(_shape(x)))):
-                    out, tangent = jvp(f_of_leaf, (x,), (_basis(_shape(x), k, _dtype(x)),))
-                    per_element.append(tree_flatten(tangent)[0])
-                per_leaf.append(per_element)
+                basis = _basis(_shape(x), _dtype(x))
+                if not len(basis):
+                    per_leaf.append(None)
+                    continue
+                out, tangents = vmap(lambda t, g=f_of_leaf, x=x: jvp(g, (x,), (t,)), out_axes=(None, 0))(basis)
+                per_leaf.append(tree_flatten(tangents)[0])
             columns.append(per_leaf)
         if out is None:  # every differentiated argument is empty
             out = f(*args)
         out_leaves, out_def = tree_flatten(out)
         results = []
         for o_index, o in enumerate(out_leaves):
-            results.append(_arranged(inputs, lambda j, i: [col[o_index] for col in columns[j][i]], _shape(o), _dtype(o),
-                                     -1, single))
+            shape = _shape(o)
+            per_arg = []
+            for j, (leaves, treedef) in enumerate(inputs):
+                blocks = []
+                for i, leaf in enumerate(leaves):
+                    col = columns[j][i]
+                    col = np.zeros((0, *shape), _dtype(o)) if col is None else col[o_index]
+                    blocks.append(_block(col, shape, _shape(leaf), originals[j][i], -1))
+                per_arg.append(tree_unflatten(treedef, blocks))
+            results.append(per_arg[0] if single else tuple(per_arg))
         return tree_unflatten(out_def, results)
 
     _name(jacfwd_f, "jacfwd", f)
@@ -353,3 +367,145 @@ def _name(wrapper, transform, f):
     wrapper.__qualname__ = wrapper.__name__
     wrapper.__doc__ = f"{transform} of {getattr(f, '__name__', 'f')}"
     wrapper.__wrapped__ = f  # inspect.signature (and dg.compile's input names) see f's parameters
+
+
+def vmap(f, in_axes=0, out_axes=0, axis_size=None):
+    """Maps `f` over an axis of its arguments, as `jax.vmap`: `f` is written for one example and runs
+    on all of them at once, through each op's batching rule (or, for an op without one, a loop over
+    the examples).
+
+    `in_axes`: an int (the mapped axis of every argument), None (not mapped: the same for every
+    example), or a tuple with one entry per positional argument, each an int, None or a pytree
+    matching that argument. `out_axes`: where the mapped axis goes in each output (None: an output
+    that is the same for every example). Keyword arguments are mapped over axis 0. Composes with
+    every transform and with `dg.compile`: `vmap(grad(loss), in_axes=(None, 0))(params, batch)`
+    gives per-example gradients.
+
+    >>> import numpy as np
+    >>> vmap(lambda x: x.sum())(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([3., 7.])
+    >>> vmap(lambda w, x: w @ x, in_axes=(None, 0))(np.eye(2) * 2, np.array([[1.0, 0.0], [0.0, 1.0]]))
+    array([[2., 0.],
+           [0., 2.]])
+    """
+    if not callable(f):
+        raise user_error(TypeError, "vmap", f"expects a function, got {type(f).__name__}")
+
+    def vmapped(*args, **kwargs):
+        specs = _in_specs(in_axes, args)
+        level = _next_level()
+        arg_leaves, treedef = tree_flatten((args, kwargs))
+        axes = _leaf_axes(specs, args)
+        axes += [0] * (len(arg_leaves) - len(axes))  # keyword arguments: axis 0
+        size = _batch_size(arg_leaves, axes, axis_size, treedef)
+        boxed = []
+        for leaf, axis in zip(arg_leaves, axes):
+            if axis is None:
+                boxed.append(leaf)
+                continue
+            value = leaf if isinstance(leaf, (Tensor, np.ndarray)) else np.asarray(leaf)
+            axis = axis % len(_shape(value))
+            boxed.append(_leaf(moveaxis(value, axis, 0) if axis else value, False, level, Batched))
+        boxed_args, boxed_kwargs = tree_unflatten(treedef, boxed)
+        out = f(*boxed_args, **boxed_kwargs)
+        out_leaves, out_def = tree_flatten(out)
+        spec_leaves = _leaf_axes_of(out_axes, out, "out_axes")
+        return tree_unflatten(out_def, [_unbatched(o, axis, level, size) for o, axis in zip(out_leaves, spec_leaves)])
+
+    _name(vmapped, "vmap", f)
+    return vmapped
+
+
+def _in_specs(in_axes, args):
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple):
+        if len(in_axes) != len(args):
+            raise user_error(ValueError, "vmap", f"in_axes has {len(in_axes)} entries but the function was called "
+                             f"with {len(args)} positional arguments; give one entry (an int, None or a pytree) per "
+                             "argument")
+        return in_axes
+    if in_axes is not None and not isinstance(in_axes, int) or isinstance(in_axes, bool):
+        raise user_error(TypeError, "vmap", f"in_axes must be an int, None, or a tuple of them (or of pytrees), got "
+                         f"{type(in_axes).__name__}")
+    return (in_axes,) * len(args)
+
+
+def _leaf_axes(specs, args):
+    return [axis for spec, arg in zip(specs, args) for axis in _leaf_axes_of(spec, arg, "in_axes")]
+
+
+def _leaf_axes_of(spec, tree, what):
+    """One axis (an int or None) per leaf of `tree`, from `spec`, a pytree prefix of it (JAX's rule)."""
+    if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
+        return [spec] * len(tree_flatten(tree)[0])
+    if not isinstance(spec, (list, tuple, dict)):
+        raise user_error(TypeError, "vmap", f"an entry of {what} must be an int, None, or a pytree of them, got "
+                         f"{type(spec).__name__} {spec!r}")
+    if isinstance(spec, dict) and isinstance(tree, dict):
+        if set(spec) != set(tree):
+            raise user_error(ValueError, "vmap", f"{what} has the keys {sorted(map(str, spec))} where the value has "
+                             f"{sorted(map(str, tree))}")
+        return [axis for key in tree for axis in _leaf_axes_of(spec[key], tree[key], what)]
+    if isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) and not isinstance(tree, dict):
+        if len(spec) != len(tree):
+            raise user_error(ValueError, "vmap", f"{what} {spec!r} has {len(spec)} entries where the value has "
+                             f"{len(tree)}")
+        return [axis for s, t in zip(spec, tree) for axis in _leaf_axes_of(s, t, what)]
+    raise user_error(ValueError, "vmap", f"{what} {spec!r} does not match the structure of the value (a "
+                     f"{type(tree).__name__}): give an int, None, or a pytree of them shaped like the value")
+
+
+def _batch_size(leaves, axes, axis_size, treedef):
+    sizes = []
+    for k, (leaf, axis) in enumerate(zip(leaves, axes)):
+        if axis is None:
+            continue
+        shape = _shape(leaf)
+        if not -len(shape) <= axis < len(shape) or not shape:
+            raise user_error(ValueError, "vmap", f"in_axes asks to map argument leaf {k} (shape {tuple(shape)}) over "
+                             f"axis {axis}, but it has only {len(shape)} axes")
+        sizes.append((k, tuple(shape), axis, shape[axis % len(shape)]))
+    if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, (int, np.integer))
+                                  or axis_size < 0):
+        raise user_error(TypeError if not isinstance(axis_size, (int, np.integer)) else ValueError, "vmap",
+                         f"axis_size must be a non-negative int, got {axis_size!r}")
+    if not sizes:
+        if axis_size is None:
+            raise user_error(ValueError, "vmap", "no argument is mapped (every in_axes entry is None); map at least "
+                             "one, or give axis_size")
+        return axis_size
+    distinct = {n for *_, n in sizes}
+    if len(distinct) > 1 or (axis_size is not None and distinct != {axis_size}):
+        described = "; ".join(f"leaf {k} of shape {shape} has size {n} on axis {axis}" for k, shape, axis, n in sizes)
+        if axis_size is not None:
+            described += f"; axis_size is {axis_size}"
+        raise user_error(ValueError, "vmap", f"the mapped axes must all have the same size, got: {described}")
+    return sizes[0][3]
+
+
+def _unbatched(o, axis, level, size):
+    """An output of the mapped function with its examples on `axis` (None: one for all)."""
+    if o is None:  # an empty pytree, as in JAX
+        return None
+    if isinstance(o, Tensor) and o._level == level:
+        if axis is None:
+            raise user_error(ValueError, "vmap", f"out_axes is None for an output that differs between examples "
+                             f"(shape {o.shape} per example); give it an axis")
+        value = o._value
+    else:
+        if axis is None:
+            return o
+        value = o if isinstance(o, Tensor) else np.asarray(o)
+        if size is None:  # a static graph's batch, of a size known only when it runs
+            raise user_error(ValueError, "vmap", f"an output (shape {tuple(_shape(value))}) is the same for every "
+                             "example, and the batch size is unknown until the graph runs, so it cannot be "
+                             "broadcast along the batch; give it out_axes=None, or the placeholder a batch size")
+        value = np.broadcast_to(np.expand_dims(value, 0), (size, *_shape(value)))  # the same for every example
+        if isinstance(value, np.ndarray):
+            value = np.array(value)
+    rank = len(_shape(value))
+    if not -rank <= axis < rank:
+        raise user_error(ValueError, "vmap", f"out_axes {axis} is out of range for an output of {rank} axes")
+    axis %= rank
+    return moveaxis(value, 0, axis) if axis else value

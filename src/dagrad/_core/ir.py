@@ -105,6 +105,23 @@ class Graph:
         self.reads, self.writes, self.backward_hook = {}, [], None
         self.params = {}  # the eager tensors captured as inputs: id -> (tensor, node)
         self.lifted = {}  # eager tensors that requires grad, in the trace: id -> (tensor, node)
+        # a body of control flow (dagrad/control.py) is a graph whose Symbols have a transform level of their
+        # own, above every level alive when it is traced; an outer value it reads becomes a placeholder
+        self.level = 0
+        self.captured = None  # in a body: id -> (outer value, its placeholder), in order of capture
+
+    def enclose(self, value):
+        """The placeholder of this body standing for `value`, a value from outside the body (a Symbol of an
+        outer graph, a transform's box, a parameter dg.compile lifts): closure conversion, as JAX does. The
+        control-flow node takes it as an extra input, so that transforms differentiate through it."""
+        entry = self.captured.get(id(value))
+        if entry is None:
+            inner = _innermost(value)
+            shape = inner._shape if isinstance(inner, Symbol) else np.shape(inner)
+            node = new_symbol(self, "placeholder", shape, value.dtype, requires_grad=value.dtype.kind == "f",
+                              name="captured")
+            entry = self.captured[id(value)] = (value, node)
+        return entry[1]
 
     def __enter__(self):
         graph_state.stack.append(self)
@@ -157,20 +174,20 @@ class Graph:
         return len(self.nodes)
 
     def listing(self):
-        """One line per node: `%7 = matmul(%3, %5) : (None, 10) float64`."""
-        labels = {}
-        lines = []
-        for i, node in enumerate(self.nodes):
-            # a name that is a number is quoted, so that it cannot be read as another node's position
-            labels[node] = f"%{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else f"%{node.name}"
-            body, kind = node_parts(node, labels)
-            lines.append(f"{labels[node]} = {body} : {kind}")
-        return "\n".join(lines)
+        """One line per node: `%7 = matmul(%3, %5) : (None, 10) float64`; the graphs a control-flow node
+        holds are listed indented under it."""
+        return "\n".join(_listing(self.nodes, {}, ""))
 
     __str__ = listing
 
     def __repr__(self):
         return f"<dagrad.Graph with {len(self.nodes)} nodes>"
+
+def _innermost(value):
+    while isinstance(value, Tensor) and not isinstance(value, Symbol):
+        value = value._value
+    return value
+
 
 def show_value(value, labels):
     if isinstance(value, Symbol):
@@ -182,13 +199,35 @@ def show_value(value, labels):
         return np.array2string(arr, separator=", ").replace("\n", "")
     return f"array{arr.shape} {arr.dtype}"
 
+def _listing(nodes, labels, indent, outputs=None, prefix=""):
+    lines = []
+    for i, node in enumerate(nodes):
+        # a name that is a number is quoted, so that it cannot be read as another node's position
+        labels[node] = f"%{prefix}{i}" if not node.name else f'%"{node.name}"' if node.name.isdigit() else \
+            f"%{node.name}"
+        body, kind = node_parts(node, labels)
+        lines.append(f"{indent}{labels[node]} = {body} : {kind}")
+        if node.op is not None and node.op.bodies is not None:
+            for label in node.op.bodies:
+                sub = node.attrs[label]
+                lines.append(f"{indent}  {label}:")
+                # a body's nodes are numbered under the node holding it: %4.0, %4.1, ...
+                lines += _listing(sub.nodes, dict(labels), indent + "    ", sub.outputs, f"{prefix}{i}.")
+    if outputs is not None:
+        lines.append(f"{indent}return {', '.join(show_value(o, labels) for o in outputs)}")
+    return lines
+
+
 def node_parts(node, labels):
     """The two halves of a node's listing line: `matmul(%3, %5)` and `(None, 10) float64`."""
     if node.op is None:
         body = node.kind
     else:
         args = [show_value(a, labels) for a in node.inputs]
-        args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in (node.attrs or {}).items()]
+        shown_attrs = node.attrs or {}
+        if node.op.bodies is not None:  # the bodies are listed under the node
+            shown_attrs = {k: v for k, v in shown_attrs.items() if k not in node.op.bodies}
+        args += [f"{k}={str(v) if isinstance(v, np.dtype) else repr(v)}" for k, v in shown_attrs.items()]
         body = f"{node.op.name}({', '.join(args)})"
     return body, f"{shown(node._shape)} {node._dtype}"
 
@@ -262,9 +301,10 @@ class Symbol(Tensor):
     def __bool__(self):
         raise self._no_value(
             "bool()", "Python control flow (if, while, and, or) cannot depend on a traced value, because the "
-            "function is traced once per input shape; use dg.where(condition, a, b) to choose between values",
+            "function is traced once per input shape; use dg.where(condition, a, b) to choose between values, or "
+            "dg.cond, dg.fori_loop, dg.while_loop or dg.scan for branches and loops",
             "its value exists only inside Session.run, so Python control flow cannot depend on it; use "
-            "dg.where(condition, a, b)")
+            "dg.where(condition, a, b), or dg.cond, dg.fori_loop, dg.while_loop or dg.scan for branches and loops")
 
     def __len__(self):
         n = self._shape[0] if self._shape else None
@@ -343,7 +383,7 @@ def shape_fits(actual, declared):
 
 def new_symbol(graph, kind, shape, dtype, op=None, inputs=None, attrs=None, requires_grad=False, name=None,
                cls=None):
-    s = _leaf(None, requires_grad, 0, cls or Symbol)
+    s = _leaf(None, requires_grad, graph.level, cls or Symbol)
     s._value = s  # a symbol stands for its own value: rules run on it and build nodes
     s.op, s.inputs, s.attrs = op, inputs, attrs
     s._seq = next_seq()
@@ -386,16 +426,18 @@ def ancestors(nodes):
 def build(op, args, attrs):
     """The node for `op` applied to `args`, at least one of them a Symbol (called by dispatch)."""
     graph = None
-    for a in args:
-        if isinstance(a, Symbol):
-            if graph is None:
-                graph = a.graph
-            elif a.graph is not graph:
-                raise user_error(ValueError, op.name, "inputs come from different graphs",
-                                 *[x for x in args if isinstance(x, Symbol)])
+    for a in args:  # the graph of the innermost body among them (the highest level), else the one graph
+        if isinstance(a, Symbol) and (graph is None or a._level > graph.level):
+            graph = a.graph
     inputs = []
     for a in args:
-        if isinstance(a, Tensor) and not isinstance(a, Symbol):
+        if graph.captured is not None and isinstance(a, Tensor) and getattr(a, "graph", None) is not graph and (
+                a._symbolic or a._level or a._requires_grad):
+            a = graph.enclose(a)  # a value from outside the body being traced
+        elif isinstance(a, Symbol) and a.graph is not graph:
+            raise user_error(ValueError, op.name, "inputs come from different graphs",
+                             *[x for x in args if isinstance(x, Symbol)])
+        elif isinstance(a, Tensor) and not isinstance(a, Symbol):
             # an eager value used in a graph is a constant there, unless dg.compile traces a function
             # that reads parameters: see _lifted
             a = _lifted(graph, a) if graph.tracing is not None and a._requires_grad else a.numpy()

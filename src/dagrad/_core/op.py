@@ -22,7 +22,7 @@ import numpy as np
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
 from .shapes import shape_of
-from .tensor import Dual, Tensor, _grad_mode, _leaf, _new, next_seq
+from .tensor import Batched, Dual, Tensor, _grad_mode, _leaf, _new, next_seq
 
 REGISTRY: dict[str, Op] = {}
 _INSIDE = {}  # file name -> whether it is dagrad's own (provenance skips those frames)
@@ -32,10 +32,11 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source", "dtype", "alias", "barrier")
+                 "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
-                 shape_source=False, dtype=None, alias=None, barrier=False):
+                 shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
+                 barrier=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -49,8 +50,18 @@ class Op:
         self.shape_source = shape_source
         # the dtype rule, dtype(*input dtypes, **attrs); None: found by running forward on stand-ins
         self.dtype = dtype
-        # returns its input number `alias` itself (a checkpoint's output, an optimization barrier): codegen
-        # writes `t = that input`, and once gradients are built the passes replace the node by that input
+        # the batching rule of vmap, batch(op, values, batched, attrs) -> (out, out_batched): `values`
+        # hold their batch on axis 0 where `batched` says so; None: the op runs once per example
+        self.batch = batch
+        # attrs["index"] may hold vmap's boxes (x[labels] with batched labels): dispatch finds them there
+        self.boxed_index = boxed_index
+        # an op holding graphs (control flow, dagrad/control.py): the names of the attributes that hold them
+        # (each a body with `graph`, `inputs`, `outputs`, `nodes`); listings show them, passes optimise them
+        self.bodies = bodies
+        # how codegen writes the node itself instead of a call: emit(writer, node, args, target) -> lines
+        self.emit = emit
+        # returns its input number `alias` itself (a checkpoint's output, an optimization barrier): once
+        # gradients are built the passes replace the node by that input (its `emit` writes `t = that input`)
         self.alias = alias
         # an alias the passes never fold, merge or replace (JAX's optimization_barrier): nodes computed
         # from it are never merged with those computed from its input (a checkpoint's recomputation)
@@ -60,18 +71,21 @@ class Op:
         return f"<op {self.name}>"
 
 
-def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None):
+def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None,
+          batch=None, boxed_index=False):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
     `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as in the module docstring; an op
     with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a fast calling
-    convention for elementwise ops without attributes. `fresh`, `shape_source` and `dtype`: see Op.
+    convention for elementwise ops without attributes. `fresh`, `shape_source`, `dtype`, `batch` and
+    `boxed_index`: see Op (generic batching rules are in _core/batching.py).
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
     if (vjp is None) != (jvp is None):
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
-    op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source, dtype=dtype)
+    op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source, dtype=dtype,
+            batch=batch, boxed_index=boxed_index)
     # The unary and binary functions take eager Tensors and plain values without `apply`: with
     # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
     # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25
@@ -201,6 +215,8 @@ def apply(op, args, attrs=None):
             if type(a) not in _PLAIN:
                 check_plain(op, a)
             values.append(a)
+    if op.boxed_index and _index_level(attrs):  # a vmap box in the index, over an eager tensor or an array
+        return _apply_traced(op, args, attrs)
     if not boxed:
         return _call_forward(op, args, attrs)
     return _result(op, _call_forward(op, values, attrs), args, attrs, record and op.differentiable)
@@ -217,18 +233,93 @@ def _apply_traced(op, args, attrs):
                 top = a
         elif type(a) not in _PLAIN:
             check_plain(op, a)
+    if op.boxed_index:
+        index_level = _index_level(attrs)
+        if index_level > (0 if top is None else top._level):
+            # an index mapped by vmap over a value that is not: the value is the same for every example
+            return _apply_batched(op, args, attrs, index_level)
     if top is None:
         return _call_forward(op, args, attrs)
     level = top._level
-    if symbolic and level == 0:  # a static graph: build a node instead of computing
+    # a static graph (level 0), or a body of control flow being traced (its Symbols have the body's level)
+    if symbolic and (level == 0 or top._symbolic):
         return build(op, args, attrs)
     if type(top) is Dual:
         return _apply_forward_mode(op, args, attrs, level)
+    if type(top) is Batched:
+        return _apply_batched(op, args, attrs, level)
     values = tuple(a._value if isinstance(a, Tensor) and a._level == level else a for a in args)
     record = op.differentiable and any(isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args)
     # level 0 holds raw values; a higher level's values may be boxes of lower levels
     out = _call_forward(op, values, attrs) if level == 0 else apply(op, values, attrs)
     return _result(op, out, args, attrs, record, level)
+
+
+def _index_level(attrs):
+    """The highest vmap level among the parts of attrs["index"], 0 if it holds no box."""
+    index = attrs["index"]
+    level = 0
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, Tensor) and part._level > level:
+            level = part._level
+    return level
+
+
+class Mapped:
+    """An index part mapped by the vmap being applied (its value holds the batch on axis 0), as a
+    batching rule receives it in attrs["index"]."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _apply_batched(op, args, attrs, level):
+    """apply() where a vmap box of `level` is the highest: the op's batching rule, else a loop over examples."""
+    batched = [isinstance(a, Tensor) and a._level == level for a in args]
+    values = [a._value if b else a for a, b in zip(args, batched)]
+    if op.boxed_index:
+        index = attrs["index"]
+        parts = tuple(Mapped(p._value) if isinstance(p, Tensor) and p._level == level else p
+                      for p in (index if type(index) is tuple else (index,)))
+        mapped = [p.value for p in parts if type(p) is Mapped]
+        attrs = {**attrs, "index": parts if type(index) is tuple else parts[0]}
+        if mapped and not batched[0]:
+            values[0] = _batch_broadcast(values[0], shape_of(mapped[0])[0])
+            batched[0] = True
+    if op.batch is None:
+        out, out_batched = batch_loop(op, values, batched, attrs), True
+    else:
+        out, out_batched = op.batch(op, values, batched, attrs or {})
+    return _leaf(out, False, level, Batched) if out_batched else out
+
+
+def _batch_broadcast(value, size):
+    """`value`, the same for every example, with a batch axis of `size` in front (a view for arrays)."""
+    # NumPy's function: a view for arrays; dagrad's broadcast_to for Tensors (through __array_function__)
+    return np.broadcast_to(np.expand_dims(value, 0), (size, *shape_of(value)))
+
+
+def batch_loop(op, values, batched, attrs):
+    """An op without a batching rule, run once per example and stacked: slower, never wrong."""
+    sizes = {shape_of(v)[0] for v, b in zip(values, batched) if b}
+    size = sizes.pop()
+    if size is None:
+        raise user_error(ValueError, "vmap", f"{op.name} has no batching rule, and the batch size is unknown "
+                         "until the graph runs; give the mapped axis a size")
+    rows = [apply(op, tuple(v[k] if b else v for v, b in zip(values, batched)), _example_attrs(op, attrs, k))
+            for k in range(size)]
+    return np.stack(rows)
+
+
+def _example_attrs(op, attrs, k):
+    """attrs for example `k`: a mapped index part gives its k-th entry."""
+    if not op.boxed_index:
+        return attrs
+    index = attrs["index"]
+    parts = tuple(p.value[k] if type(p) is Mapped else p for p in (index if type(index) is tuple else (index,)))
+    return {**attrs, "index": parts if type(index) is tuple else parts[0]}
 
 
 def make_dual(primal, tangent, level):

@@ -11,9 +11,10 @@ import math
 
 import numpy as np
 
+from .batching import lead, over_axes
 from .dtypes import accumulated, first
 from .errors import user_error
-from .op import apply, defop, public
+from .op import apply, batch_loop, defop, public
 from .shapes import (
     SymbolicShape,
     as_index,
@@ -26,6 +27,7 @@ from .shapes import (
 )
 from .shapes import ndim_of as _ndim
 from .shapes import shape_of as _shape
+from .tensor import Tensor
 
 
 # Ops that take a target shape (reshape, broadcast_to, index_add) accept one with unknown
@@ -56,6 +58,26 @@ def target_shape(shape, op_name, x, infer=False):
 
 
 # -- reshape
+def _resized(op, values, batched, attrs, x=None):
+    """reshape and broadcast_to: the batch size goes in front of the target shape."""
+    x = values[0] if x is None else x
+    if len(values) > 1:  # per-example sizes known only when a graph runs
+        return batch_loop(op, values, batched, attrs), True
+    size = _shape(x)[0]
+    if size is None:  # a static graph's batch of unknown size
+        shape = (None, *attrs["shape"])
+        return apply(op, (x, batch_source(x, len(shape))), {"shape": shape}), True
+    return apply(op, (x,), {"shape": (size, *attrs["shape"])}), True
+
+
+def batch_source(x, rank):
+    """A shape source (see `shape_source`) for a target of `rank` axes whose first, vmap's batch axis, has
+    the size of x's axis 0, known only when a static graph runs: a node of shape (batch, 1, ..., 1)."""
+    # a shape source must have the target's rank: its sizes are read position by position
+    axes = tuple(range(1, _ndim(x)))
+    return reshape(sum(x, axis=axes) if axes else x, (-1,) + (1,) * (rank - 1))
+
+
 def _reshape_shape(in_shape, *source_shape, shape):
     if -1 not in shape:
         return tuple(shape)
@@ -77,6 +99,7 @@ _reshape = defop(
     shape=_reshape_shape,
     dtype=first,
     shape_source=True,
+    batch=lambda op, values, batched, attrs: _resized(op, values, batched, attrs),
 )
 
 
@@ -113,6 +136,7 @@ _broadcast_to = defop(
     shape=lambda x_shape, *source_shape, shape: broadcast_shapes(x_shape, shape) and tuple(shape),
     dtype=first,
     shape_source=True,
+    batch=lambda op, values, batched, attrs: _resized(op, values, batched, attrs, lead(values[0], len(attrs["shape"]))),
 )
 
 
@@ -141,6 +165,7 @@ _sum = defop(
     shape=reduction_shape,
     fresh=True,
     dtype=accumulated,
+    batch=over_axes,
 )
 
 def _sum_to_forward(x, like):
@@ -161,7 +186,24 @@ _sum_to = defop(
     jvp=(lambda t, out, x, like: sum_to(t, like), None),
     shape=lambda x_shape, like_shape: tuple(like_shape),
     dtype=first,
+    batch=lambda op, values, batched, attrs: _sum_to_batch(*values, *batched),
 )
+
+
+def _sum_to_batch(x, like, x_batched, like_batched):
+    target = tuple(_shape(like))[like_batched:]
+    if None in target:
+        return batch_loop(_sum_to, (x, like), (x_batched, like_batched), {}), True
+    if not x_batched:  # the same for every example
+        return _sum_to_forward(x, np.broadcast_to(np.empty((), np.int8), target)) if not isinstance(x, Tensor) \
+            else sum_to(x, np.broadcast_to(np.empty((), np.int8), target)), False
+    size = _shape(x)[0]
+    axes = summed_axes(tuple(_shape(x))[1:], target)
+    if axes is None:
+        return broadcast_to(lead(x, len(target)), (size, *target)), True
+    if axes:
+        x = sum(x, axis=tuple(a + 1 for a in axes), keepdims=True)
+    return reshape(x, (size, *target)), True
 
 
 @public(_sum_to)

@@ -378,6 +378,9 @@ class Tensor:
     # -- autograd
     def detach(self) -> Tensor:
         """A new leaf tensor sharing the values (and their version counter), cut from the graph."""
+        if self._level and isinstance(self._value, Tensor):
+            # a transform's box: its value one level down, detached there (a vmap box below stays mapped)
+            return self._value.detach()
         detached = _leaf(self._raw(), False)
         if not self._level:
             detached._write = _version_of(self)
@@ -412,6 +415,40 @@ class Dual(Tensor):
 
     def __repr__(self):
         return f"Dual(primal={self._value!r}, tangent={self._tangent!r}, level={self._level})"
+
+
+class Batched(Tensor):
+    """A box of `vmap`: its value holds a batch of examples along axis 0 (moved there when boxed),
+    and it shows the shape of one example, so the code being mapped sees per-example shapes."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._value.shape)[1:]
+
+    @property
+    def ndim(self) -> int:
+        return len(self._value.shape) - 1
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _raw(self):
+        # numpy(), item(), tolist(), bool(), int(), dg.tensor(x): the value holds every example, so
+        # handing it out as one example's would be silently wrong (JAX raises here too)
+        raise user_error(TypeError, "vmap", f"a value mapped by vmap (shape {self.shape} per example) has one value "
+                         "per example, so it cannot become one NumPy array, number or bool; compute with dagrad "
+                         "functions (dg.where instead of `if`), or return it from the mapped function")
+
+    def detach(self) -> Tensor:
+        # every example detached, still mapped (Tensor.detach would hand out the whole batch as one value)
+        inner = self._value
+        return _leaf(inner.detach() if isinstance(inner, Tensor) else inner, False, self._level, Batched)
+
+    def __repr__(self):
+        return f"Batched({self._value!r}, level={self._level})"
 
 
 def _as_array(data, dtype, where, requires_grad=False):

@@ -101,51 +101,19 @@ def generate(program, name="f", grouped=False, reserved=()):
 
 
 def _write(program, name, grouped, reserved):
-    nodes = program.nodes
     naming = _Naming(reserved)
     name = naming.claim(name)  # before the ops: a function called like an op it calls would call itself
     names = {node: naming.claim(node.name or "x") for node in program.inputs}
-    bindings = {}
-    for node in nodes:
-        if node.op is not None and node.op.alias is None and node.op not in bindings:
-            bindings[node.op] = naming.claim(node.op.name)
-    namespace = {"np": np, **{binding: op.forward for op, binding in bindings.items()}}
-    constants = _Constants(naming, namespace)
-    for i, node in enumerate(nodes):
-        if node.kind == "constant":
-            names[node] = constants.literal(node._data)
-        elif node.op is not None:
-            names[node] = naming.claim(f"t{i}")
-
-    plan = _MemoryPlan(program)
+    writer = _Writer(naming, grouped)
+    writer.bind(program.nodes)
+    constants = writer.constants
+    block, plan = writer.block(program, names, keep_inputs=False)
     lines = []
-    heading = None
     line_nodes = {}
-    for i, node in enumerate(nodes):
-        if node.op is None:
-            continue
-        args = [names[a] if isinstance(a, Symbol) else constants.literal(a) for a in node.inputs]
-        if node.op.alias is not None:  # the op returns that input itself (an optimization barrier)
-            code = f"{names[node]} = {args[node.op.alias]}"
-        else:
-            args += _keyword_arguments(node.attrs or {}, constants)
-            target = plan.out_into.get(node)
-            if target is not None:
-                args.append(f"out={names[target]}")
-            code = f"{names[node]} = {bindings[node.op]}({', '.join(args)})"
-        dead = [names[d] for d in plan.dies_at.get(i, ()) if d.kind != "constant"]
-        if dead:
-            code += f"; del {', '.join(dead)}"
-        if grouped:
-            if node.where != heading:
-                # the text of a line is quoted once; a following block from the same line names only its part
-                same_line = heading is not None and _location(heading) == _location(node.where)
-                heading = node.where
-                lines.append(f"    # {comment(_short(heading) if same_line else _quoted(heading))}")
-            lines.append(f"    {code}")
-        else:
-            lines.append(f"    {code:<{COMMENT_COLUMN - 4}}  # {comment(_short(node.where))}")
-        line_nodes[len(lines) + 1] = node  # +1 for the def line (lines count from 1)
+    for text, node in block:
+        lines.append(f"    {text}")
+        if node is not None:
+            line_nodes[len(lines) + 1] = node  # +1 for the def line (lines count from 1)
 
     results = []
     for o in program.outputs:
@@ -162,7 +130,85 @@ def _write(program, name, grouped, reserved):
     params = ", ".join(names[n] for n in program.inputs)
     returned = ", ".join(results) + ("," if len(results) == 1 else "")
     source = "\n".join([f"def {name}({params}):", *lines, f"    return ({returned})"])
-    return source, line_nodes, bindings, constants, namespace, name
+    return source, line_nodes, writer.bindings, constants, writer.namespace, name
+
+
+class _Writer:
+    """Writes nodes as lines of code, for a function and for the bodies that control-flow nodes hold
+    (an op's `emit` hook gets the writer): one naming table, one namespace of op forwards and constants."""
+
+    def __init__(self, naming, grouped):
+        self.naming = naming
+        self.grouped = grouped
+        self.bindings = {}  # op -> the name its forward has in the source
+        self.namespace = {"np": np}
+        self.constants = _Constants(naming, self.namespace)
+
+    def bind(self, nodes):
+        """Names the forwards of the ops of `nodes` and of the bodies they hold."""
+        for node in nodes:
+            op = node.op
+            if op is None:
+                continue
+            for key in op.bodies or ():
+                self.bind(node.attrs[key].nodes)
+            if op.emit is None and op not in self.bindings:
+                self.bindings[op] = self.naming.claim(op.name)
+                self.namespace[self.bindings[op]] = op.forward
+
+    def name(self, wanted):
+        """A new identifier from the naming table."""
+        return self.naming.claim(wanted)
+
+    def literal(self, value):
+        """Source for a value: a literal, or a named constant."""
+        return self.constants.literal(value)
+
+    def block(self, program, names, keep_inputs=True):
+        """The lines computing `program`'s nodes (something with `nodes`, `inputs` and `outputs`) from `names`
+        {input node: its name or source}, as [(text, node)], unindented; and the memory plan. A body's
+        inputs (`keep_inputs`) are never deleted: a loop reads them again."""
+        nodes = program.nodes
+        for i, node in enumerate(nodes):
+            if node.kind == "constant":
+                names[node] = self.constants.literal(node._data)
+            elif node.op is not None:
+                names[node] = self.naming.claim(f"t{i}")
+        plan = _MemoryPlan(program)
+        lines = []
+        heading = None
+        for i, node in enumerate(nodes):
+            if node.op is None:
+                continue
+            args = [names[a] if isinstance(a, Symbol) else self.constants.literal(a) for a in node.inputs]
+            dead = [names[d] for d in plan.dies_at.get(i, ())
+                    if d.kind != "constant" and not (keep_inputs and d.op is None)]
+            if node.op.emit is not None:
+                code = [line if isinstance(line, tuple) else (line, node)
+                        for line in node.op.emit(self, node, args, names[node])]
+                if dead:
+                    code.append((f"del {', '.join(dead)}", node))
+            else:
+                args += _keyword_arguments(node.attrs or {}, self.constants)
+                target = plan.out_into.get(node)
+                if target is not None:
+                    args.append(f"out={names[target]}")
+                text = f"{names[node]} = {self.bindings[node.op]}({', '.join(args)})"
+                if dead:
+                    text += f"; del {', '.join(dead)}"
+                code = [(text, node)]
+            if self.grouped:
+                if node.where != heading:
+                    # the text of a line is quoted once; a following block from the same line names only its part
+                    same_line = heading is not None and _location(heading) == _location(node.where)
+                    heading = node.where
+                    lines.append((f"# {comment(_short(heading) if same_line else _quoted(heading))}", None))
+                lines += code
+            else:
+                first, owner = code[0]
+                lines.append((f"{first:<{COMMENT_COLUMN - 4}}  # {comment(_short(node.where))}", owner))
+                lines += code[1:]
+        return lines, plan
 
 
 def _keyword_arguments(attrs, constants):

@@ -18,6 +18,7 @@ from .._core.ir import Symbol, new_symbol
 from .._core.op import Op
 from .._core.shapes import broadcast_shapes, summed_axes
 from ..ops import elementwise, shape
+from .program import Program
 
 # the ops the rewrites know, by identity
 ADD, SUBTRACT, MULTIPLY, DIVIDE, NEGATIVE, POWER, POSITIVE, ASTYPE, STOP_GRADIENT, FULL_LIKE = (
@@ -77,8 +78,26 @@ def optimize(program):
             changed += run_pass(program, report)
         if not changed:
             break
+    _optimize_bodies(program, report)
     report.optimised = len(program.nodes)
     return report
+
+
+def _optimize_bodies(program, report):
+    """Each body a control-flow node holds (Op.bodies) becomes an optimised copy: the original may belong to a
+    user's static graph, whose later gradients replay it (the n-ary nodes of `flatten` have no rules)."""
+    for node in program.nodes:
+        if node.op is None or not node.op.bodies:
+            continue
+        attrs = dict(node.attrs)
+        for key in node.op.bodies:
+            body = attrs[key].copy()
+            inner = Program(body.graph, body.inputs, body.outputs)
+            for (pass_name, rewrite), count in optimize(inner).entries.items():
+                report.add(pass_name, f"{rewrite} (in a body)", count)
+            body.adopt(inner)
+            attrs[key] = body
+        node.attrs = attrs  # a new dict: the node is the program's own, its attrs may be shared
 
 
 def remove_dead_nodes(program, report):
@@ -144,7 +163,8 @@ def _placed(node, replacing):
 
 
 def _fold(node, context):
-    if node.op is None or node.op.random or node.op.barrier:
+    # a control-flow node is not run at compile time: compile time would then grow with its trip count
+    if node.op is None or node.op.random or node.op.bodies is not None or node.op.barrier:
         return None
     # full_like needs only its input's shape, which is known: the result is a constant
     if node.op is FULL_LIKE and _small(node):

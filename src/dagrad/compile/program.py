@@ -133,7 +133,7 @@ def _rebuild(graph, node, args):
     attrs = node.attrs
     # an op that took unknown sizes from an extra "shape source" input (see ops/shape.py): once the
     # sizes are known the target shape is written into the attrs and that input is dropped
-    if node.op.shape_source and len(args) > 1 and isinstance(args[-1], Symbol):
+    if node.op.shape_source and None in attrs["shape"] and isinstance(args[-1], Symbol):
         attrs = {**attrs, "shape": runtime_shape(attrs["shape"], [SimpleNamespace(shape=args[-1]._shape)])}
         args = args[:-1]
     shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in args]

@@ -26,7 +26,7 @@ from .._core.dtypes import first
 from .._core.errors import user_error
 from .._core.op import Op, apply
 from .._core.shapes import dtype_of, normalize_axis_index, shape_of
-from .._core.tensor import Tensor, is_symbolic, mark_written
+from .._core.tensor import Batched, Tensor, is_symbolic, mark_written
 from ..function import Function
 from ..ops.elementwise import (
     abs,
@@ -638,6 +638,9 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def _class_targets(target, n_classes, where, ignore_index=None):
     """(the integer targets as an array, each a class in range or ignore_index; whether any is ignore_index), or
     (None, None) for symbolic targets (a node checks them when they arrive, see `_class_targets_of`)."""
+    if isinstance(target, Batched):  # labels mapped by vmap: every example's checked at once, and kept mapped
+        checked, ignored = _class_targets(target._value, n_classes, where, ignore_index)
+        return (None if checked is None else target), ignored
     if is_symbolic(target):
         if dtype_of(target).kind not in "iu":
             raise user_error(TypeError, where, f"class-index targets must be integers, got dtype {dtype_of(target)}",

@@ -15,6 +15,7 @@ import numpy as np
 from .._core.dtypes import attr, first, floating, of_ufunc, promoted
 from .._core.errors import user_error
 from .._core.op import apply, defop, public
+from .._core import batching
 from .._core.shapes import broadcast_shapes
 from .._core.shapes import dtype_of as _dtype
 from .._core.tensor import Tensor, is_symbolic
@@ -24,7 +25,8 @@ def _elementwise(name, forward, rules, nargs, dtype=None):
     # a ufunc's dtype rule is NumPy's own type resolution for it
     dtype = dtype or of_ufunc(forward)
     rules = None if rules is None else tuple(rules)
-    return defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs, dtype=dtype).function
+    return defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs, dtype=dtype,
+                 batch=batching.elementwise).function
 
 
 def _is_number(x):
@@ -97,7 +99,7 @@ sign = _elementwise("sign", np.sign, _ZERO, 1)
 floor = _elementwise("floor", np.floor, _ZERO, 1)
 ceil = _elementwise("ceil", np.ceil, _ZERO, 1)
 _round = defop("round", lambda x, decimals: np.round(x, decimals), vjp=_ZERO, jvp=_ZERO,
-               shape=lambda shape, decimals: shape, dtype=first)
+               shape=lambda shape, decimals: shape, dtype=first, batch=batching.elementwise)
 
 
 @public(_round)
@@ -189,7 +191,8 @@ where = defop(
     jvp=_where_rules,
     shape=broadcast_shapes,
     fresh=True,
-    dtype=lambda c, x, y: promoted(x, y),  # the condition only selects
+    dtype=lambda c, x, y: promoted(x, y),
+    batch=batching.elementwise,  # the condition only selects
 ).function
 
 
@@ -236,6 +239,7 @@ _clip = defop(
     jvp=_clip_rules,
     shape=lambda x, lo, hi: broadcast_shapes(x, lo, hi),
     dtype=promoted,
+    batch=batching.elementwise,
 )
 
 
@@ -272,6 +276,7 @@ _full_like = defop(
     shape=lambda shape, fill_value, dtype: shape,
     fresh=True,
     dtype=attr("dtype"),
+    batch=batching.elementwise,
 )
 
 
@@ -328,6 +333,7 @@ _astype = defop(
     jvp=(lambda t, out, x, dtype: astype(t, dtype),),
     shape=_astype_shape,
     dtype=attr("dtype"),
+    batch=batching.elementwise,
 )
 
 

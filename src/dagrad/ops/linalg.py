@@ -15,6 +15,7 @@ import numpy as np
 
 from .._core.dtypes import floating, of_ufunc, promoted
 from .._core.errors import user_error
+from .._core import batching
 from .._core.op import apply, defop, public
 from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, reduced_shape
@@ -71,6 +72,7 @@ matmul = defop(
     shape=_matmul_shape,
     dtype=of_ufunc(np.matmul),
     nargs=2,
+    batch=batching.matmul,
 ).function
 
 
@@ -376,6 +378,14 @@ def _einsum_jvp_rule(i):
 
 # einsum takes any number of operands: its rule tuples hold one rule per operand position up
 # to NumPy's limit, and the engine looks up only the positions a call has
+def _einsum_batch(op, values, batched, attrs):
+    """A new letter for the batch axis, in front of the batched operands' subscripts and the output's."""
+    lhs, out = attrs["subscripts"].split("->")
+    letter = next(c for c in _LETTERS if c not in attrs["subscripts"])
+    terms = [letter + t if b else t for t, b in zip(lhs.split(","), batched)]
+    return apply(op, values, {**attrs, "subscripts": f"{','.join(terms)}->{letter}{out}"}), True
+
+
 _einsum = defop(
     "einsum",
     _einsum_forward,
@@ -383,6 +393,7 @@ _einsum = defop(
     jvp=tuple(_einsum_jvp_rule(i) for i in range(_MAX_OPERANDS)),
     shape=_einsum_shape,
     dtype=promoted,
+    batch=_einsum_batch,
 )
 
 
@@ -536,6 +547,7 @@ _inv = defop(
     jvp=(lambda t, out, a: -matmul(out, matmul(t, out)),),  # -A^-1 t A^-1
     shape=_same_shape,
     dtype=_linalg_dtype,
+    batch=batching.stacked,
 )
 
 
@@ -560,6 +572,7 @@ _det = defop(
     jvp=(lambda t, out, a: out * _trace_last2(_mT(inv(a)) * t),),  # det tr(A^-1 t)
     shape=_batch_shape,
     dtype=_linalg_dtype,
+    batch=batching.stacked,
 )
 
 
@@ -583,8 +596,10 @@ _logabsdet = defop(
     jvp=(lambda t, out, a: _trace_last2(_mT(inv(a)) * t),),  # tr(A^-1 t)
     shape=_batch_shape,
     dtype=_linalg_dtype,
+    batch=batching.stacked,
 )
-_slogdet_sign = defop("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], shape=_batch_shape, dtype=_linalg_dtype)
+_slogdet_sign = defop("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], shape=_batch_shape, dtype=_linalg_dtype,
+                      batch=batching.stacked)
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
@@ -633,6 +648,16 @@ def _solve_jvp_a(t, out, a, b):
     return _from_column(-solve(a, matmul(t, _as_column(out, vector))), vector)  # -A^-1 t x
 
 
+def _solve_batch(a, b, a_batched, b_batched):
+    """np.linalg.solve maps over stacks; a vector b is made a column first, since with a batch axis it
+    would read as a stack of matrices."""
+    vector = _ndim(b) - b_batched == 1
+    if vector:
+        b = expand_dims(b, -1)
+    out, _ = batching.stacked(_solve, (a, b), (a_batched, b_batched), {})
+    return (squeeze(out, -1) if vector else out), True
+
+
 _solve = defop(
     "solve",
     np.linalg.solve,
@@ -640,6 +665,7 @@ _solve = defop(
     jvp=(_solve_jvp_a, lambda t, out, a, b: solve(a, t)),
     shape=_solve_shape,
     dtype=_linalg_dtype,
+    batch=lambda op, values, batched, attrs: _solve_batch(*values, *batched),
 )
 
 
@@ -695,6 +721,7 @@ _cholesky = defop(
     jvp=(_cholesky_jvp,),
     shape=_same_shape,
     dtype=_linalg_dtype,
+    batch=batching.stacked,
 )
 
 
@@ -740,6 +767,7 @@ _l2_norm = defop(
     jvp=(_l2_norm_jvp,),
     shape=lambda shape, axis, keepdims: reduced_shape(shape, axis, keepdims),
     dtype=_linalg_dtype,
+    batch=batching.over_axes,
 )
 
 

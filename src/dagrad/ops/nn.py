@@ -9,10 +9,12 @@ import math
 import numpy as np
 
 from .._core.dtypes import accumulated, first, of_ufunc, promoted
-from .._core.op import Op, apply, defop, public
+from .._core import batching
+from .._core.op import Op, apply, batch_loop, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
+from .._core.shapes import ndim_of as _ndim_of
 from .._core.tensor import Tensor
-from .elementwise import equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
+from .elementwise import add, equal, exp, isfinite, log, log1p, maximum, ones_like, stop_gradient, where
 from .linalg import einsum, matmul
 from .reduce import _torch_keywords, max, sum
 from .shape import expand_dims, getitem, reshape, transpose
@@ -94,6 +96,7 @@ _log_softmax = defop(
     jvp=(lambda t, out, x, axis: t - sum(exp(out) * t, axis=axis, keepdims=True),),
     shape=lambda x, axis: tuple(x),
     dtype=of_ufunc(np.exp),
+    batch=batching.over_axes,
 )
 
 
@@ -145,6 +148,19 @@ def _linear_grad_b(g, out, x, w, b):
     return sum(g, axis=tuple(range(rank - 1))) if rank > 1 else g
 
 
+def _linear_batch(x, w, b, x_batched, w_batched, b_batched):
+    """Only x mapped: its batch axis is one more leading axis. Mapped weights (an ensemble): a batched
+    matmul and add."""
+    if not w_batched and not b_batched:
+        return apply(_linear, (x, w, b)), True
+    out, _ = batching.matmul(matmul.op, (x, np.swapaxes(w, -1, -2)), (x_batched, w_batched), {})
+    # only b mapped: the product has no batch axis, and the add must not take it as having one
+    out_batched = x_batched or w_batched
+    if b is not None:
+        out, _ = batching.elementwise(add.op, (out, b), (out_batched, b_batched), {})
+    return out, True
+
+
 _linear = defop(
     "linear",
     _linear_forward,
@@ -156,6 +172,7 @@ _linear = defop(
     ),
     shape=_linear_shape,
     dtype=lambda x, w, b: promoted(of_ufunc(np.matmul)(x, w), b),
+    batch=lambda op, values, batched, attrs: _linear_batch(*values, *batched),
 )
 
 
@@ -225,8 +242,30 @@ def _nll_dtype(logp, target, reduction):
     return of_ufunc(np.divide)(accumulated(loss), int) if reduction == "mean" else accumulated(loss)
 
 
+def _nll_batch(op, values, batched, attrs):
+    """The examples' rows as one (batch * rows, C) problem, reduced per example afterwards."""
+    logp, target = values
+    size = shape_of(logp if batched[0] else target)[0]
+    rows, classes = (shape_of(logp)[batched[0]:] if _ndim_of(logp) - batched[0] == 2 else (None, None))
+    if rows is None or classes is None or (size is None and not batched[0]):
+        return batch_loop(op, values, batched, attrs), True
+    if not batched[1]:  # the same labels for every example: pick them with a mask that broadcasts
+        loss = -sum(where(equal(expand_dims(target, -1), np.arange(classes)), logp, 0), axis=-1)
+    else:
+        if not batched[0]:
+            logp = np.broadcast_to(np.expand_dims(logp, 0), (size, rows, classes))
+        # -1: a static graph's batch size may be known only when it runs
+        loss = reshape(apply(op, (reshape(logp, (-1, classes)), reshape(target, (-1,))), {"reduction": "none"}),
+                       (-1, rows))
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        return loss, True
+    total = sum(loss, axis=1)
+    return (total / rows if reduction == "mean" else total), True
+
+
 _nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape,
-             dtype=_nll_dtype)
+             dtype=_nll_dtype, batch=_nll_batch)
 
 
 @public(_nll)
@@ -278,7 +317,7 @@ def _bce_grad_target(g, out, p, t):
 
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
-                             shape=broadcast_shapes, nargs=2,
+                             shape=broadcast_shapes, nargs=2, batch=batching.elementwise,
                              dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t)).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core.dtypes import accumulated, first, index, of_ufunc
 from .._core.op import apply, defop, public
+from .._core import batching
 from .._core.errors import user_error
 from .._core.shapes import normalize_axis, normalize_axis_index, reduced_shape
 from .._core.shapes import dtype_of as _dtype
@@ -47,6 +48,7 @@ def _extremum_op(name, forward):
         ),
         shape=_reduction_shape,
         dtype=first,
+        batch=batching.over_axes,
     )
 
 
@@ -72,6 +74,7 @@ _prod = defop(
     shape=_reduction_shape,
     fresh=True,
     dtype=accumulated,
+    batch=batching.over_axes,
 )
 
 
@@ -92,6 +95,7 @@ _cumsum = defop(
     shape=_cumsum_shape,
     fresh=True,
     dtype=accumulated,
+    batch=batching.flat_axis,
 )
 
 def _arg_shape(shape, axis, keepdims):
@@ -99,9 +103,9 @@ def _arg_shape(shape, axis, keepdims):
 
 
 _argmax = defop("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), shape=_arg_shape,
-                 dtype=index)
+                 dtype=index, batch=batching.flat_axis)
 _argmin = defop("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), shape=_arg_shape,
-                 dtype=index)
+                 dtype=index, batch=batching.flat_axis)
 
 
 def _count(x, axes, keepdims):
@@ -176,6 +180,7 @@ _std_sqrt = defop(
     shape=lambda shape: shape,
     nargs=1,
     dtype=of_ufunc(np.sqrt),
+    batch=batching.elementwise,
 )
 
 

@@ -7,16 +7,17 @@ import builtins
 import numpy as np
 
 from .._core.dtypes import first, promoted
-from .._core.op import apply, defop, public
+from .._core.op import apply, batch_loop, defop, public
+from .._core import batching
 from .._core.errors import user_error
 from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
-from .._core.structural import broadcast_to, reshape, shape_source, target_shape
+from .._core.structural import batch_source, broadcast_to, reshape, shape_source, target_shape
 from .elementwise import where, zeros_like
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, is_symbolic
 
 
 # -- transpose
@@ -31,6 +32,8 @@ _transpose = defop(
     jvp=(lambda t, out, x, axes: transpose(t, axes),),
     shape=_transpose_shape,
     dtype=first,
+    batch=lambda op, values, batched, attrs: (
+        apply(op, values, {"axes": (0, *(a + 1 for a in attrs["axes"]))}), True),
 )
 
 
@@ -75,6 +78,7 @@ _expand_dims = defop(
     jvp=(lambda t, out, x, axis: expand_dims(t, axis),),
     shape=_expand_dims_shape,
     dtype=first,
+    batch=batching.over_axes,
 )
 
 
@@ -96,6 +100,7 @@ _squeeze = defop(
     jvp=(lambda t, out, x, axis: squeeze(t, axis),),
     shape=_squeeze_shape,
     dtype=first,
+    batch=batching.over_axes,
 )
 
 
@@ -115,6 +120,8 @@ def squeeze(x, axis=None):
 
 # -- indexing
 def _index_value(part):
+    if isinstance(part, Tensor) and part._level:
+        return part  # a transform's box (vmap's batched indices): dispatch finds it (Op.boxed_index)
     if isinstance(part, Tensor):
         return part.numpy()
     if isinstance(part, list):
@@ -144,6 +151,34 @@ def _index_shape(shape, index):
     return tuple(a if a == b else None for a, b in zip(first, second))
 
 
+def _getitem_batch(op, values, batched, attrs):
+    x = values[0]
+    try:
+        index, moved = batching.batched_index(attrs["index"], _shape(x)[0])
+    except batching.Unbatchable:
+        return batch_loop(op, values, batched, attrs), True
+    out = apply(op, (x,), {"index": index})
+    return (out if moved is None else np.moveaxis(out, moved, 0)), True
+
+
+def _index_add_batch(op, values, batched, attrs):
+    g = values[0]
+    size = _shape(g)[0]
+    if len(values) > 1 or any(batched[1:]):  # sizes known only when a graph runs
+        return batch_loop(op, values, batched, attrs), True
+    try:
+        index, moved = batching.batched_index(attrs["index"], size)
+    except batching.Unbatchable:
+        return batch_loop(op, values, batched, attrs), True
+    batch = g
+    if moved is not None:
+        g = np.moveaxis(g, 0, moved)
+    if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
+        shape = (None, *attrs["shape"])
+        return apply(op, (g, batch_source(batch, len(shape))), {"index": index, "shape": shape}), True
+    return apply(op, (g,), {"index": index, "shape": (size, *attrs["shape"])}), True
+
+
 def _index_add_forward(g, *source, index, shape):
     out = np.zeros(runtime_shape(shape, source), _dtype(g))
     if _is_basic(index):
@@ -160,6 +195,8 @@ _getitem = defop(
     jvp=(lambda t, out, x, index: getitem(t, index),),
     shape=_index_shape,
     dtype=first,
+    batch=_getitem_batch,
+    boxed_index=True,
 )
 
 _index_add = defop(
@@ -170,6 +207,8 @@ _index_add = defop(
     shape=lambda v_shape, *source_shape, index, shape: tuple(shape),
     shape_source=True,
     dtype=first,
+    batch=_index_add_batch,
+    boxed_index=True,
 )
 
 
@@ -203,6 +242,7 @@ _setitem = defop(
     shape=_setitem_shape,
     fresh=True,
     dtype=first,
+    boxed_index=True,  # batched by running once per example
 )
 
 
@@ -217,9 +257,116 @@ def setitem(x, index, v):
     return apply(_setitem, (x, v), {"index": normalize_index(index)})
 
 
+# -- an index known only when the graph runs (a placeholder, a traced value): an input, not an attribute
+def _gather_shape(x, indices, axis):
+    return tuple(x[:axis]) + tuple(indices) + tuple(x[axis + 1:])
+
+
+def _scatter_add_forward(g, indices, *source, axis, shape):
+    out = np.zeros(runtime_shape(shape, source), _dtype(g))
+    np.add.at(out, (slice(None),) * axis + (indices,), g)  # repeated indices add up
+    return out
+
+
+def _flat_offsets(indices, size, n):
+    """Per-example indices into the first axis of a batch flattened to (size * n, ...)."""
+    return indices + np.reshape(np.arange(size) * n, (size,) + (1,) * (_ndim(indices) - 1))
+
+
+def _gather_batch(op, values, batched, attrs):
+    x, indices = values
+    axis = attrs["axis"]
+    if not batched[1]:
+        return apply(op, (x, indices), {"axis": axis + 1}), True
+    if not batched[0]:  # one x for every example: the batch axis of the indices lands at `axis`
+        return np.moveaxis(apply(op, (x, indices), {"axis": axis}), axis, 0), True
+    size, n = _shape(x)[0], _shape(x)[axis + 1]
+    if axis or size is None or n is None:
+        return batch_loop(op, values, batched, attrs), True
+    flat = reshape(x, (size * n, *_shape(x)[2:]))
+    return apply(op, (flat, _flat_offsets(indices, size, n)), {"axis": 0}), True
+
+
+def _scatter_add_batch(op, values, batched, attrs):
+    g, indices = values[:2]
+    axis, shape = attrs["axis"], attrs["shape"]
+    if len(values) > 2:  # sizes known only when a graph runs
+        return batch_loop(op, values, batched, attrs), True
+    if not batched[1]:
+        size = _shape(g)[0]
+        if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
+            out_shape = (None, *shape)
+            return apply(op, (g, indices, batch_source(g, len(out_shape))), {"axis": axis + 1, "shape": out_shape}), \
+                True
+        return apply(op, (g, indices), {"axis": axis + 1, "shape": (size, *shape)}), True
+    size, n = _shape(indices)[0], shape[axis]
+    if axis or size is None:
+        return batch_loop(op, values, batched, attrs), True
+    if not batched[0]:
+        g = np.broadcast_to(np.expand_dims(g, 0), (size, *_shape(g)))
+    flat = apply(op, (g, _flat_offsets(indices, size, n)), {"axis": 0, "shape": (size * n, *shape[1:])})
+    return reshape(flat, (size, *shape)), True
+
+
+_gather = defop(
+    "gather",
+    lambda x, indices, axis: np.take(x, indices, axis=axis),
+    vjp=(lambda g, out, x, indices, axis: scatter_add(g, indices, axis, _shape(x)), None),
+    jvp=(lambda t, out, x, indices, axis: apply(_gather, (t, indices), {"axis": axis}), None),
+    shape=_gather_shape,
+    dtype=first,
+    batch=_gather_batch,
+)
+_scatter_add = defop(
+    "scatter_add",
+    _scatter_add_forward,
+    vjp=(lambda g, out, v, indices, *source, axis, shape: apply(_gather, (g, indices), {"axis": axis}), None),
+    jvp=(lambda t, out, v, indices, *source, axis, shape: scatter_add(t, indices, axis, _shape(out)), None),
+    shape=lambda v, indices, *source, axis, shape: tuple(shape),
+    shape_source=True,
+    fresh=True,
+    dtype=first,
+    batch=_scatter_add_batch,
+)
+
+
+def scatter_add(values, indices, axis, shape):
+    """Zeros of `shape` with `values` added at `indices` along `axis` (the adjoint of `x[..., indices]`
+    for an index known only when the graph runs)."""
+    source = shape_source(shape)
+    attrs = {"axis": axis, "shape": target_shape(shape, "scatter_add", values)}
+    return apply(_scatter_add, (values, indices) if source is None else (values, indices, source), attrs)
+
+
+def _traced_index(x, index):
+    """`x[index]` where one part of the index is symbolic (a placeholder or a value dg.compile traces):
+    it becomes an input of a gather node. NumPy's rule for one integer array after full slices."""
+    parts = index if isinstance(index, tuple) else (index,)
+    symbolic = [k for k, p in enumerate(parts) if isinstance(p, Tensor) and is_symbolic(p)]
+    k = symbolic[0]
+    rest = parts[:k] + parts[k + 1:]
+    if (len(symbolic) > 1 or any(p != slice(None) for p in parts[:k])
+            or any(p is not Ellipsis and p != slice(None) for p in parts[k + 1:])
+            or any(isinstance(p, (np.ndarray, list, Tensor)) for p in rest)):
+        raise user_error(IndexError, "getitem", "an index known only when the graph runs must be one integer array "
+                         "after full slices (x[i], x[:, i]); other indices with it are not supported", x)
+    indices = parts[k]
+    if _dtype(indices).kind not in "iu":
+        raise user_error(IndexError, "getitem", f"an index known only when the graph runs must be integers, got "
+                         f"dtype {_dtype(indices)} (a boolean mask's result size would be unknown)", x, indices)
+    if k >= _ndim(x):
+        raise user_error(IndexError, "getitem", f"too many indices for an array of shape {tuple(_shape(x))}", x)
+    return apply(_gather, (x, indices), {"axis": k})
+
+
 @public(_getitem)
 def getitem(x, index):
-    """`x[index]`: basic slices, integer arrays and boolean masks, as NumPy indexes."""
+    """`x[index]`: basic slices, integer arrays and boolean masks, as NumPy indexes. An integer index that
+    is itself a graph's value (`x[labels]` where labels is a placeholder, or under `dg.compile`) is
+    taken when the graph runs."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(p, Tensor) and is_symbolic(p) for p in parts):
+        return _traced_index(x, index)
     return apply(_getitem, (x,), {"index": normalize_index(index)})
 
 
@@ -275,6 +422,7 @@ _concatenate = defop(
     shape=_concatenate_shape,
     fresh=True,
     dtype=promoted,
+    batch=batching.joined,
 )
 
 
@@ -313,6 +461,7 @@ _stack = defop(
     shape=_stack_shape,
     fresh=True,
     dtype=promoted,
+    batch=batching.joined,
 )
 
 
@@ -431,7 +580,12 @@ def take(x, indices, axis=None):
     if axis is None:
         return getitem(ravel(x), normalize_index(indices))
     axis = normalize_axis_index(axis, _ndim(x), "take", x)
-    return getitem(x, (slice(None),) * axis + (np.asarray(normalize_index(indices)),))
+    if isinstance(indices, Tensor) and is_symbolic(indices):
+        return _traced_index(x, (slice(None),) * axis + (indices,))
+    indices = np.asarray(normalize_index(indices))
+    if indices.dtype.kind not in "iu":
+        raise user_error(IndexError, "take", f"indices must be integers, got dtype {indices.dtype}", x)
+    return apply(_gather, (x, indices), {"axis": axis})
 
 
 def flip(x, axis=None):
