@@ -258,6 +258,36 @@ def test_hessian_through_a_checkpointed_function():
                           dg.grad(dg.grad(lambda s: f(X[:2].ravel() * s, False)))(1.3))
 
 
+def test_composes_with_vmap_both_ways_and_compiled():
+    def per_example(w, x, checkpointed):
+        return ((dg.checkpoint(block) if checkpointed else block)(x, {**PARAMS[0], "w1": w}) ** 2).sum()
+
+    mapped = dg.vmap(dg.grad(per_example), in_axes=(None, 0, None))
+    ref = mapped(W1, X, False)
+    assert np.array_equal(mapped(W1, X, True), ref)
+    assert np.array_equal(dg.compile(mapped)(W1, X, True), ref)
+    outer = dg.grad(lambda w, c: dg.vmap(lambda x: per_example(w, x, c))(X).sum())
+    assert np.array_equal(outer(W1, True), outer(W1, False))
+
+
+def test_inside_a_scan_body():
+    def loss_of(h0, checkpointed):
+        def body(carry, x):
+            step = dg.checkpoint(lambda c: dg.tanh(c @ W1[:, :4] + x)) if checkpointed else \
+                (lambda c: dg.tanh(c @ W1[:, :4] + x))
+            h = step(carry)
+            return h, h.sum()
+
+        carry, ys = dg.scan(body, h0, X)
+        return (carry ** 2).sum() + ys.sum()
+
+    h0 = X[0] * 0.5
+    ref = dg.grad(loss_of)(h0, False)
+    assert np.array_equal(dg.grad(loss_of)(h0, True), ref)
+    assert np.array_equal(dg.compile(dg.grad(loss_of))(h0, True), dg.compile(dg.grad(loss_of))(h0, False))
+    np.testing.assert_allclose(dg.compile(dg.grad(loss_of))(h0, True), ref, rtol=1e-13)
+
+
 def test_decorator_keeps_the_signature():
     @dg.checkpoint
     def layer(x, p, *, scale=1.0):
