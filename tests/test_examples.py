@@ -56,3 +56,12 @@ def test_per_example_gradients_match_a_loop_and_train_privately(capsys):
     assert result["max_difference"] < 1e-12  # vmap(grad) is the loop of grad calls, example by example
     assert result["accuracy"] > 0.8  # DP-SGD-style clipped, noised steps still learn the digits
     assert "vmap(grad) vs a loop of 64 grad calls" in capsys.readouterr().out
+
+
+def test_rnn_scan_trains_compiled_with_one_loop_whatever_the_length(capsys):
+    result = _load("rnn_scan").main(steps=150)
+    assert result["loss"] < 0.5 * result["trivial"]  # learns more than "the next value is this one"
+    lengths = sorted(result["nodes"])
+    assert result["nodes"][lengths[0]] == result["nodes"][lengths[1]]  # the scan is one node, not unrolled
+    assert "for " in result["source"]
+    assert "held-out loss" in capsys.readouterr().out

@@ -22,10 +22,11 @@ from ._core.ir import Graph, Symbol, graph_state, new_symbol, walk
 from ._core.op import Op, apply
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of, shape_of
-from ._core.tensor import Tensor, is_symbolic
-from .ops.elementwise import astype
-from .ops.shape import concatenate, getitem, ravel, reshape, stack
-from .transforms import _next_level, jvp, vjp
+from ._core.tensor import Batched, Tensor, is_symbolic
+from .ops.elementwise import astype, where
+from .ops.reduce import sum as sum_
+from .ops.shape import concatenate, getitem, ravel, reshape, stack, swapaxes
+from .transforms import _next_level, jvp, vjp, vmap
 
 __all__ = ["cond", "fori_loop", "while_loop", "scan"]
 
@@ -107,13 +108,34 @@ class Body:
 
 
 def _aval_of(value):
-    """(shape, dtype) of a value, a node, a box or a Python number."""
-    inner = value
-    while isinstance(inner, Tensor) and not isinstance(inner, Symbol):
-        inner = inner._value
-    if isinstance(inner, Symbol):
-        return (inner._shape, inner._dtype)
-    return (tuple(np.shape(inner)), dtype_of(inner))
+    """(shape, dtype) of a value, a node, a box or a Python number: the shape the code sees (one
+    example's under vmap)."""
+    if isinstance(value, Symbol):
+        return (value._shape, value._dtype)
+    if isinstance(value, Tensor):
+        inner = value
+        while isinstance(inner, Tensor) and not isinstance(inner, Symbol):
+            inner = inner._value
+        if isinstance(inner, Symbol) and inner._shape is None:  # an unknown rank
+            return (None, inner._dtype)
+        return (tuple(value.shape), value.dtype)
+    return (tuple(np.shape(value)), dtype_of(value))
+
+
+def _is_batched(value):
+    """Whether `value` is, or boxes, a value mapped by vmap (one per example)."""
+    while isinstance(value, Tensor):
+        if type(value) is Batched:
+            return True
+        value = value._value
+    return False
+
+
+def _each_example(pred, new, old):
+    """`new` where the example's `pred` holds, else `old`: pytrees of leaves under vmap (a mapped
+    predicate selects per example, as JAX batches a cond or a while_loop)."""
+    new_leaves, tree = tree_flatten(new)
+    return tree_unflatten(tree, [where(pred, a, b) for a, b in zip(new_leaves, tree_flatten(old)[0])])
 
 
 def _shown(avals):
@@ -257,6 +279,19 @@ class _Layout:
         parts = [np.zeros(n, self.dtype) if bit else ravel(astype(v, self.dtype) if dtype_of(v) != self.dtype else v)
                  for v, n, bit in zip(values, self.sizes, self.bitcast)]
         return concatenate(parts) if parts else np.zeros(0, self.dtype)
+
+    def pack_batched(self, values):
+        """With dagrad's ops, for values with a batch axis in front (a batching rule's outputs): one
+        packed row per example."""
+        if self.single:
+            return values[0]
+        size = shape_of(values[0])[0]
+        parts = []
+        for v, bit in zip(values, self.bitcast):
+            v = reshape(v, (size, -1))
+            parts.append(apply(BITCAST, (v,), {"dtype": self.dtype}) if bit else
+                         astype(v, self.dtype) if dtype_of(v) != self.dtype else v)
+        return concatenate(parts, axis=1) if parts else np.zeros((size, 0), self.dtype)
 
     def unpack(self, packed):
         """The outputs again, projected out of the packed value with dagrad's ops."""
@@ -598,8 +633,46 @@ def _scan_emit(writer, node, args, target):
     return lines
 
 
+def _scan_batch(op, values, batched, attrs):
+    """vmap of a scan: one scan whose step maps the body over the examples. Every carry is mapped (one
+    that starts the same for all may not stay so); a mapped xs has the steps first, then the batch."""
+    body, init, xs, consts = _scan_parts(values, attrs)
+    _, b_init, b_xs, b_k = _scan_parts(batched, attrs)
+    size = _batch_size(values, batched)
+    n, index, n_c = attrs["length"], attrs["index"], attrs["carries"]
+    init = [v if b else _broadcast_batch(v, size) for v, b in zip(init, b_init)]
+    xs = [swapaxes(v, 0, 1) if b else v for v, b in zip(xs, b_xs)]
+    flags = [True] * n_c + list(b_xs) + list(b_k)
+
+    def step(i, c, x):
+        outs = _mapped(lambda *v: body(*([i] if index is not None else []), *v), c + x + consts, flags, size)
+        return outs[:n_c], outs[n_c:]
+
+    carry, ys = _scan_node(step, init, xs, n, attrs["reverse"], index, "scan")
+    return body.layout.pack_batched(carry + [swapaxes(y, 0, 1) for y in ys]), True
+
+
 SCAN = Op("scan", _scan_forward, _scan_vjp, _scan_jvp, _shape_rule, True, fresh=True, dtype=_dtype_rule,
-          bodies=("body",), emit=_scan_emit)
+          bodies=("body",), emit=_scan_emit, batch=_scan_batch)
+
+
+def _batch_size(values, batched):
+    return next(shape_of(v)[0] for v, b in zip(values, batched) if b)
+
+
+def _broadcast_batch(value, size):
+    return np.broadcast_to(np.expand_dims(value, 0), (size, *_aval_of(value)[0]))
+
+
+def _mapped(fn, values, flags, size):
+    """`fn(*values)` (a list of outputs) for each example, through vmap: values flagged carry their
+    examples on axis 0, the others are the same for all; every output gets the batch axis."""
+    return list(vmap(lambda *v: list(fn(*v)), in_axes=tuple(0 if f else None for f in flags), axis_size=size)(*values))
+
+
+def _per_example(pred, value):
+    """A batch of scalar predicates shaped to select along the batch axis of `value`."""
+    return reshape(pred, (shape_of(pred)[0],) + (1,) * (len(_aval_of(value)[0]) - 1))
 
 
 # ---------------------------------------------------------------- fori_loop
@@ -673,11 +746,14 @@ def _while(cond_fun, body_fun, init, where, named):
     leaves, tree = tree_flatten(init)
     if not _graph_mode(*leaves):
         val = init
-        while bool(np.asarray(_innermost(_truth(cond_fun(val), where, f'the result of {_name(cond_fun)}')))):
+        while True:
+            pred = _truth(cond_fun(val), where, f'the result of {_name(cond_fun)}')
+            flags = np.asarray(_innermost(pred))
+            if not flags.any():  # (one flag per example under vmap: until every example is done)
+                return val
             new = body_fun(val)
             _check_types(where, named, val, new)
-            val = new
-        return val
+            val = _each_example(pred, new, val) if _is_batched(pred) else new
     leaves = [_operand(v, where) for v in leaves]
     avals = [_aval_of(v) for v in leaves]
     names = ["carry"] * len(leaves)
@@ -774,8 +850,29 @@ def _while_emit(writer, node, args, target):
     return lines
 
 
+def _while_batch(op, values, batched, attrs):
+    """vmap of a while_loop: every carry mapped; the loop runs while any example's predicate holds, and
+    an example whose predicate no longer holds keeps its carry (JAX's batching of while_loop)."""
+    test, body, carry, test_k, body_k = _while_parts(values, attrs)
+    _, _, b_c, b_tk, b_bk = _while_parts(batched, attrs)
+    size = _batch_size(values, batched)
+    n = len(carry)
+    carry = [v if b else _broadcast_batch(v, size) for v, b in zip(carry, b_c)]
+
+    def preds(c):
+        return _mapped(lambda *v: test(*v), list(c) + test_k, [True] * n + list(b_tk), size)[0]
+
+    def step(c):
+        keep = preds(c)
+        new = _mapped(lambda *v: body(*v), list(c) + body_k, [True] * n + list(b_bk), size)
+        return tuple(where(_per_example(keep, v), a, v) for a, v in zip(new, c))
+
+    out = _while(lambda c: sum_(astype(preds(c), np.int64)) > 0, step, tuple(carry), "while_loop", body.fn)
+    return body.layout.pack_batched(list(out)), True
+
+
 WHILE = Op("while_loop", _while_forward, _while_vjp, _while_jvp, _shape_rule, True, fresh=True, dtype=_dtype_rule,
-           bodies=("cond", "body"), emit=_while_emit)
+           bodies=("cond", "body"), emit=_while_emit, batch=_while_batch)
 
 
 # ---------------------------------------------------------------- cond
@@ -799,6 +896,10 @@ def cond(pred, true_fun, false_fun, *operands):
     leaves, tree = tree_flatten(operands)
     if not _graph_mode(pred, *leaves):
         _truth(pred, "cond", "pred")
+        if _is_batched(pred):  # a predicate per example (vmap): both branches, chosen example by example
+            true_out, false_out = true_fun(*operands), false_fun(*operands)
+            _check_types("cond", false_fun, true_out, false_out, carry=False)
+            return _each_example(pred, true_out, false_out)
         taken, other = (true_fun, false_fun) if bool(np.asarray(_innermost(pred))) else (false_fun, true_fun)
         out = taken(*operands)
         # the other branch is traced (not run), so that both are checked as JAX checks them
@@ -902,5 +1003,23 @@ def _cond_emit(writer, node, args, target):
     return lines
 
 
+def _cond_batch(op, values, batched, attrs):
+    """vmap of a cond: a mapped predicate computes both branches and selects per example (JAX's rule);
+    a shared one stays a cond, of the branches mapped."""
+    true, false, pred, ops, true_k, false_k = _cond_parts(values, attrs)
+    b_pred, b_ops, b_tk, b_fk = batched[0], *_cond_parts(batched, attrs)[3:]
+    size = _batch_size(values, batched)
+
+    def branch(body, consts, flags):
+        return lambda *o: _mapped(lambda *v: body(*v), list(o) + consts, list(b_ops) + list(flags), size)
+
+    if b_pred:
+        picked = [where(_per_example(pred, t), t, f) for t, f in
+                  zip(branch(true, true_k, b_tk)(*ops), branch(false, false_k, b_fk)(*ops))]
+    else:
+        picked = list(cond(pred, branch(true, true_k, b_tk), branch(false, false_k, b_fk), *ops))
+    return true.layout.pack_batched(picked), True
+
+
 COND = Op("cond", _cond_forward, _cond_vjp, _cond_jvp, _shape_rule, True, fresh=True, dtype=_dtype_rule,
-          bodies=("true", "false"), emit=_cond_emit)
+          bodies=("true", "false"), emit=_cond_emit, batch=_cond_batch)

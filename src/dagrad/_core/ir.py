@@ -117,7 +117,9 @@ class Graph:
         entry = self.captured.get(id(value))
         if entry is None:
             inner = _innermost(value)
-            shape = inner._shape if isinstance(inner, Symbol) else np.shape(inner)
+            # the shape the code sees: a box's own (one example's under vmap), a node's (None: unknown rank)
+            shape = inner._shape if isinstance(inner, Symbol) and (inner is value or inner._shape is None) else \
+                tuple(value.shape) if isinstance(value, Tensor) else np.shape(inner)
             node = new_symbol(self, "placeholder", shape, value.dtype, requires_grad=value.dtype.kind == "f",
                               name="captured")
             entry = self.captured[id(value)] = (value, node)
