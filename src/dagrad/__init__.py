@@ -21,6 +21,7 @@ from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, check_grads, gradcheck
 from .compile import compile
+from .remat import checkpoint
 from .function import Function, FunctionCtx
 from .static import (
     Graph, Session, Variable, assign, constant, get_default_graph, global_variables, global_variables_initializer,

@@ -32,10 +32,11 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit")
+                 "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
-                 shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None):
+                 shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
+                 barrier=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -59,6 +60,12 @@ class Op:
         self.bodies = bodies
         # how codegen writes the node itself instead of a call: emit(writer, node, args, target) -> lines
         self.emit = emit
+        # returns its input number `alias` itself (a checkpoint's output, an optimization barrier): once
+        # gradients are built the passes replace the node by that input (its `emit` writes `t = that input`)
+        self.alias = alias
+        # an alias the passes never fold, merge or replace (JAX's optimization_barrier): nodes computed
+        # from it are never merged with those computed from its input (a checkpoint's recomputation)
+        self.barrier = barrier
 
     def __repr__(self):
         return f"<op {self.name}>"

@@ -164,7 +164,7 @@ def _placed(node, replacing):
 
 def _fold(node, context):
     # a control-flow node is not run at compile time: compile time would then grow with its trip count
-    if node.op is None or node.op.random or node.op.bodies is not None:
+    if node.op is None or node.op.random or node.op.bodies is not None or node.op.barrier:
         return None
     # full_like needs only its input's shape, which is known: the result is a constant
     if node.op is FULL_LIKE and _small(node):
@@ -209,8 +209,9 @@ def _merge_repeated(node, context):
 def _node_key(node):
     if node.kind == "constant":  # by value, when small
         return _freeze(node._data) if node._data.size <= 4096 else None
-    if node.op is None or node.op.random:
-        return None  # inputs are distinct by definition; two random draws are two draws
+    if node.op is None or node.op.random or node.op.barrier:
+        # inputs are distinct by definition; two random draws are two draws; a barrier stands apart
+        return None
     return (node.op, tuple(_freeze(a) for a in node.inputs), _freeze(node.attrs))
 
 
@@ -315,11 +316,20 @@ def rewrite(*ops):
 
 
 def _simplify(node, context):
+    if node.op is not None and node.op.alias is not None and not node.op.barrier:
+        return _alias(node)
     for rule in _RULES.get(node.op, ()):
         result = rule(node, context)
         if result is not None:
             return result
     return None
+
+
+def _alias(node):
+    # an op that returns one of its inputs (a checkpoint's output, whose other inputs were there for its
+    # gradient, now built) -> that input
+    x = node.inputs[node.op.alias]
+    return (x, f"{node.op.name} (returns an input) -> the input") if _same_type(node, x) else None
 
 
 @rewrite(MULTIPLY)
