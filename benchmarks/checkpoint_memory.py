@@ -6,8 +6,8 @@
 benchmarks/run.py reports `measure()`'s rows (workload (g), bench_transforms.py).
 
 A training step is the loss and the gradients of every parameter (`loss.backward()`, eagerly and as
-a compiled PyTorch-style step under `dg.compile`), of a 20-layer tanh MLP, each layer one
-`dg.checkpoint` in the checkpointed step. Two kinds of layer:
+a compiled PyTorch-style step under `dg.compile`), of a 20-layer tanh MLP, each layer, or each
+segment of 5 consecutive layers, one `dg.checkpoint` in the checkpointed step. Two kinds of layer:
 
 - `Linear(d, d) + tanh`, the plain MLP;
 - an MLP block `Linear(d, 4d) + tanh + Linear(4d, d)` (the feed-forward block of a transformer).
@@ -47,9 +47,14 @@ def model(width, block, seed=0):
     return dg.nn.ModuleList(layers), dg.nn.Linear(width, 10)
 
 
-def step_function(layers, head, checkpointed):
-    """The training step, PyTorch's way: every parameter's .grad is set by loss.backward()."""
-    run = [dg.checkpoint(layer) if checkpointed else layer for layer in layers]
+def step_function(layers, head, checkpointed, segment=1):
+    """The training step, PyTorch's way: every parameter's .grad is set by loss.backward(). Checkpointed,
+    each run of `segment` consecutive layers is one dg.checkpoint (5 of 20: the classic sqrt(n) choice,
+    keeping only the segments' inputs and one segment's insides at a time)."""
+    if checkpointed:
+        run = [dg.checkpoint(dg.nn.Sequential(*layers[k:k + segment])) for k in range(0, len(layers), segment)]
+    else:
+        run = list(layers)
     params = [*layers.parameters(), *head.parameters()]
 
     def step(x, y):
@@ -65,12 +70,12 @@ def step_function(layers, head, checkpointed):
     return step, params
 
 
-def _measure(width, batch, block, mode, checkpointed, repeats=0):
+def _measure(width, batch, block, mode, checkpointed, repeats=0, segment=1):
     """(peak bytes of one step, the parameters' gradients, median seconds of `repeats` more steps or None)."""
     rng = np.random.default_rng(1)
     X, Y = rng.standard_normal((batch, width)), rng.integers(0, 10, batch)
     layers, head = model(width, block)
-    step, params = step_function(layers, head, checkpointed)
+    step, params = step_function(layers, head, checkpointed, segment)
     if mode == "compiled":
         step = dg.compile(step)
         x = X
@@ -93,10 +98,10 @@ def _measure(width, batch, block, mode, checkpointed, repeats=0):
     return peak, grads, float(np.median(times)) if times else None
 
 
-def compare(width, batch, block, mode, repeats):
+def compare(width, batch, block, mode, repeats, segment=1):
     """(peak, time) without and with checkpoints; raises if the gradients differ in any bit."""
     plain, grads, plain_time = _measure(width, batch, block, mode, False, repeats)
-    checked, grads_checked, checked_time = _measure(width, batch, block, mode, True, repeats)
+    checked, grads_checked, checked_time = _measure(width, batch, block, mode, True, repeats, segment)
     if not all(np.array_equal(a, b) for a, b in zip(grads, grads_checked)):
         raise AssertionError(f"{block} {mode}: the checkpointed gradients differ from the plain ones")
     return plain, checked, plain_time, checked_time
@@ -107,21 +112,24 @@ def _layer(block, width):
         f"Linear({width}, {4 * width}) + tanh + Linear({4 * width}, {width})"
 
 
-# the rows benchmarks/run.py reports in workload (g): the brief's MLP (where the parameters' gradients are
-# most of the peak, so no checkpointing halves it) and MLP blocks at a batch larger than the width
-HEADLINE = [("linear", 512, 256), ("mlp", 256, 2048)]
+# the rows benchmarks/run.py reports in workload (g): a 20-layer MLP whose activations are most of a step's
+# memory (batch larger than width), checkpointed in segments of 5 layers (the target row) and layer by
+# layer; MLP blocks layer by layer; and a width-512, batch-256 MLP, where the parameters' gradients are
+# most of the peak, so no checkpointing can halve it
+HEADLINE = [("linear", 256, 2048, 5), ("linear", 256, 2048, 1), ("mlp", 256, 2048, 1), ("linear", 512, 256, 5)]
 
 
 def measure():
     """For benchmarks/run.py (bench_transforms.bench_checkpoint): {row label: (peak bytes without
     checkpoints, with them, whether the gradients are equal bit for bit)}."""
     rows = {}
-    for block, width, batch in HEADLINE:
+    for block, width, batch, segment in HEADLINE:
         for mode in ("eager", "compiled"):
             plain, grads, _ = _measure(width, batch, block, mode, False)
-            checked, grads_checked, _ = _measure(width, batch, block, mode, True)
+            checked, grads_checked, _ = _measure(width, batch, block, mode, True, segment=segment)
             equal = all(np.array_equal(a, b) for a, b in zip(grads, grads_checked))
-            rows[f"{mode}: {DEPTH} x {_layer(block, width)}, batch {batch}"] = (plain, checked, equal)
+            what = "each layer" if segment == 1 else f"segments of {segment} layers"
+            rows[f"{mode}: {DEPTH} x {_layer(block, width)}, batch {batch}, {what}"] = (plain, checked, equal)
     return rows
 
 
@@ -129,19 +137,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller instance")
     quick = parser.parse_args().quick
-    configs = ([("linear", 128, 64), ("mlp", 64, 256)] if quick else
-               [("linear", 512, 256), ("linear", 256, 2048), ("mlp", 512, 256), ("mlp", 256, 2048)])
+    configs = ([("linear", 128, 64, 1), ("linear", 64, 512, 5), ("mlp", 64, 256, 1)] if quick else
+               [(block, width, batch, segment) for block, width, batch in
+                (("linear", 512, 256), ("linear", 256, 2048), ("mlp", 256, 2048)) for segment in (1, 5)])
     repeats = 3 if quick else 7
     print(f"Training step of a {DEPTH}-layer tanh MLP (loss + every parameter's gradient), float64: "
           f"tracemalloc peak of one step (MB), and the median time of {repeats} steps")
     print()
-    print("| layer | width | batch | mode | plain MB | checkpoint each layer MB | ratio | time ratio | gradients |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---|")
-    for block, width, batch in configs:
+    print("| layer | width | batch | checkpoint | mode | plain MB | checkpointed MB | ratio | time ratio | gradients |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---|")
+    for block, width, batch, segment in configs:
         kind = _layer(block, width)
+        what = "each layer" if segment == 1 else f"segments of {segment}"
         for mode in ("eager", "compiled"):
-            plain, checked, plain_time, checked_time = compare(width, batch, block, mode, repeats)
-            print(f"| {kind} | {width} | {batch} | {mode} | {plain / 1e6:.1f} | {checked / 1e6:.1f} | "
+            plain, checked, plain_time, checked_time = compare(width, batch, block, mode, repeats, segment)
+            print(f"| {kind} | {width} | {batch} | {what} | {mode} | {plain / 1e6:.1f} | {checked / 1e6:.1f} | "
                   f"{checked / plain:.2f} | {checked_time / plain_time:.2f} | bit for bit |")
 
 
