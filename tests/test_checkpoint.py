@@ -478,3 +478,19 @@ def test_a_function_returning_a_non_array_is_refused_at_the_users_line(result):
         f(X)
     message = str(err.value)
     assert message.startswith("checkpoint:") and "output" in message and _here(-2) in message
+
+
+def test_jax_and_torch_spellings():
+    x = np.array([0.3, -1.2])
+    want = dg.grad(lambda t: (dg.tanh(t) * t).sum())(x)
+    t = dg.tensor(x, requires_grad=True)
+    dg.checkpoint(lambda v: dg.tanh(v) * v, t, use_reentrant=False).sum().backward()  # torch: calls at once
+    assert np.array_equal(t.grad.numpy(), want)
+
+    @dg.checkpoint(prevent_cse=True)  # jax.checkpoint's keyword, as a decorator factory
+    def layer(v):
+        return dg.tanh(v) * v
+
+    assert np.array_equal(dg.grad(lambda v: layer(v).sum())(x), want)
+    with pytest.raises(NotImplementedError, match=r"checkpoint: only policy=None.*test_checkpoint\.py"):
+        dg.checkpoint(layer, policy="dots_saveable")

@@ -75,7 +75,8 @@ CHECKPOINT = Op("checkpoint", _output, _vjp, _jvp, lambda *shapes, tape: shapes[
                 dtype=lambda *dtypes, tape: dtypes[-1], emit=_emit_alias, alias=-1)
 
 
-def checkpoint(f):
+def checkpoint(f=None, *args, prevent_cse=True, policy=None, static_argnums=(), use_reentrant=None,
+               preserve_rng_state=True, **kwargs):
     """`f` with the same arguments and results, whose backward pass recomputes f's intermediate
     values from its inputs instead of keeping them from the forward pass: memory for compute.
 
@@ -84,11 +85,23 @@ def checkpoint(f):
     `f`'s parameters (an `nn.Module`'s, or any tensor it closes over) receive theirs; forward mode
     (`dg.jvp`) just runs `f`. Use it as a decorator too.
 
+    JAX's and PyTorch's spellings work: `dg.checkpoint(f)(x)` (`jax.checkpoint`; `prevent_cse` and
+    `static_argnums` are accepted: the recomputation is never merged with the forward, and any
+    argument may be a Python value) and `dg.checkpoint(f, x)` (`torch.utils.checkpoint.checkpoint`,
+    which calls at once; `use_reentrant` and `preserve_rng_state` are accepted: the backward pass
+    reuses the forward's random draws, as PyTorch's restored RNG state does). Only `policy=None`
+    is supported: everything inside `f` is recomputed.
+
     >>> import dagrad as dg, numpy as np
     >>> layer = dg.checkpoint(lambda x: dg.tanh(x) * 2.0)
     >>> dg.grad(lambda x: layer(x).sum())(np.array([0.0, 1.0]))
     array([2.        , 0.83994868])
     """
+    if f is None:  # @dg.checkpoint(prevent_cse=...)
+        return lambda g: checkpoint(g, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+    if policy is not None:
+        raise user_error(NotImplementedError, "checkpoint", "only policy=None is supported (nothing inside f is "
+                         "saved: all of it is recomputed); to keep some values, checkpoint smaller functions")
     if not callable(f):
         raise user_error(TypeError, "checkpoint", f"expects a function, got {type(f).__name__}")
 
@@ -101,6 +114,8 @@ def checkpoint(f):
     checkpointed.__name__ = checkpointed.__qualname__ = f"checkpoint({name})"
     checkpointed.__doc__ = f"checkpoint of {name}"
     checkpointed.__wrapped__ = f  # inspect.signature (and dg.compile's input names) see f's parameters
+    if args or kwargs:  # torch.utils.checkpoint.checkpoint(f, *args): the call itself
+        return checkpointed(*args, **kwargs)
     return checkpointed
 
 
