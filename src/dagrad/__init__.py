@@ -22,6 +22,8 @@ from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, check_grads, gradcheck
 from .compile import compile
 from .remat import checkpoint
+
+remat = checkpoint  # jax.remat
 from .function import Function, FunctionCtx
 from .static import (
     Graph, Session, Variable, assign, constant, get_default_graph, global_variables, global_variables_initializer,
@@ -52,6 +54,7 @@ from . import nn
 from .io import load, save
 from . import optim
 from . import autograd
+from . import lax
 from .torch_names import (  # PyTorch's names for the same functions
     allclose, as_tensor, bmm, cat, chunk, clamp, flatten, from_numpy, gather, index_select, is_tensor, masked_fill, mm,
     narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze,
