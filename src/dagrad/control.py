@@ -19,7 +19,7 @@ import numpy as np
 
 from ._core.errors import user_error
 from ._core.ir import Graph, Symbol, graph_state, new_symbol, walk
-from ._core.op import Op, apply
+from ._core.op import Op, apply, batch_broadcast
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Batched, Tensor, is_symbolic
@@ -640,7 +640,7 @@ def _scan_batch(op, values, batched, attrs):
     _, b_init, b_xs, b_k = _scan_parts(batched, attrs)
     size = _batch_size(values, batched)
     n, index, n_c = attrs["length"], attrs["index"], attrs["carries"]
-    init = [v if b else _broadcast_batch(v, size) for v, b in zip(init, b_init)]
+    init = [v if b else batch_broadcast(v, size) for v, b in zip(init, b_init)]
     xs = [swapaxes(v, 0, 1) if b else v for v, b in zip(xs, b_xs)]
     flags = [True] * n_c + list(b_xs) + list(b_k)
 
@@ -658,10 +658,6 @@ SCAN = Op("scan", _scan_forward, _scan_vjp, _scan_jvp, _shape_rule, True, fresh=
 
 def _batch_size(values, batched):
     return next(shape_of(v)[0] for v, b in zip(values, batched) if b)
-
-
-def _broadcast_batch(value, size):
-    return np.broadcast_to(np.expand_dims(value, 0), (size, *_aval_of(value)[0]))
 
 
 def _mapped(fn, values, flags, size):
@@ -857,7 +853,7 @@ def _while_batch(op, values, batched, attrs):
     _, _, b_c, b_tk, b_bk = _while_parts(batched, attrs)
     size = _batch_size(values, batched)
     n = len(carry)
-    carry = [v if b else _broadcast_batch(v, size) for v, b in zip(carry, b_c)]
+    carry = [v if b else batch_broadcast(v, size) for v, b in zip(carry, b_c)]
 
     def preds(c):
         return _mapped(lambda *v: test(*v), list(c) + test_k, [True] * n + list(b_tk), size)[0]

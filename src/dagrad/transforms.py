@@ -11,7 +11,7 @@ import numpy as np
 
 from ._core.autodiff import check_numeric, reverse_sweep
 from ._core.errors import user_error
-from ._core.op import make_dual
+from ._core.op import batch_broadcast, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
@@ -501,7 +501,7 @@ def _unbatched(o, axis, level, size):
             raise user_error(ValueError, "vmap", f"an output (shape {tuple(_shape(value))}) is the same for every "
                              "example, and the batch size is unknown until the graph runs, so it cannot be "
                              "broadcast along the batch; give it out_axes=None, or the placeholder a batch size")
-        value = np.broadcast_to(np.expand_dims(value, 0), (size, *_shape(value)))  # the same for every example
+        value = batch_broadcast(value, size)  # the same for every example
         if isinstance(value, np.ndarray):
             value = np.array(value)
     rank = len(_shape(value))

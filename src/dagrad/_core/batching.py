@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .op import Mapped, apply, batch_loop
+from .op import Mapped, apply, batch_broadcast, batch_loop
 from .shapes import ndim_of, shape_of
 
 
@@ -104,8 +104,7 @@ def matmul(op, values, batched, attrs):
 def joined(op, values, batched, attrs):
     """concatenate and stack: every input gets the batch axis (the same values for an unmapped one)."""
     size = next(shape_of(v)[0] for v, b in zip(values, batched) if b)
-    values = tuple(v if b else np.broadcast_to(np.expand_dims(v, 0), (size, *shape_of(v)))
-                   for v, b in zip(values, batched))
+    values = tuple(v if b else batch_broadcast(v, size) for v, b in zip(values, batched))
     return apply(op, values, {**attrs, "axis": attrs["axis"] + 1}), True
 
 

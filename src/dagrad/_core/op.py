@@ -280,7 +280,8 @@ def _apply_batched(op, args, attrs, level):
     """apply() where a vmap box of `level` is the highest: the op's batching rule, else a loop over examples."""
     if op.shape is broadcast_shapes and attrs is None:
         # the common case of an elementwise op on mapped arrays of one rank (and numbers): NumPy directly,
-        # without the rule's alignment (eager vmap(grad) of an MLP: 650 instead of 684 us of overhead)
+        # without the rule's alignment (eager vmap(grad) of a small MLP: 605 instead of 684 us of
+        # dispatch, measured 2026-11-25)
         values = []
         rank = None
         for a in args:
@@ -305,7 +306,7 @@ def _apply_batched(op, args, attrs, level):
         mapped = [p.value for p in parts if type(p) is Mapped]
         attrs = {**attrs, "index": parts if type(index) is tuple else parts[0]}
         if mapped and not batched[0]:
-            values[0] = _batch_broadcast(values[0], shape_of(mapped[0])[0])
+            values[0] = batch_broadcast(values[0], shape_of(mapped[0])[0])
             batched[0] = True
     if op.batch is None:
         out, out_batched = batch_loop(op, values, batched, attrs), True
@@ -314,7 +315,7 @@ def _apply_batched(op, args, attrs, level):
     return _leaf(out, False, level, Batched) if out_batched else out
 
 
-def _batch_broadcast(value, size):
+def batch_broadcast(value, size):
     """`value`, the same for every example, with a batch axis of `size` in front (a view for arrays)."""
     # NumPy's function: a view for arrays; dagrad's broadcast_to for Tensors (through __array_function__)
     return np.broadcast_to(np.expand_dims(value, 0), (size, *shape_of(value)))

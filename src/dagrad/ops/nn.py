@@ -10,7 +10,7 @@ import numpy as np
 
 from .._core.dtypes import accumulated, first, of_ufunc, promoted
 from .._core import batching
-from .._core.op import Op, apply, batch_loop, defop, public
+from .._core.op import Op, apply, batch_broadcast, batch_loop, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
 from .._core.shapes import ndim_of as _ndim_of
 from .._core.tensor import Tensor
@@ -253,7 +253,7 @@ def _nll_batch(op, values, batched, attrs):
         loss = -sum(where(equal(expand_dims(target, -1), np.arange(classes)), logp, 0), axis=-1)
     else:
         if not batched[0]:
-            logp = np.broadcast_to(np.expand_dims(logp, 0), (size, rows, classes))
+            logp = batch_broadcast(logp, size)
         # -1: a static graph's batch size may be known only when it runs
         loss = reshape(apply(op, (reshape(logp, (-1, classes)), reshape(target, (-1,))), {"reduction": "none"}),
                        (-1, rows))

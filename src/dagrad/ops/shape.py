@@ -7,7 +7,7 @@ import builtins
 import numpy as np
 
 from .._core.dtypes import first, promoted
-from .._core.op import apply, batch_loop, defop, public
+from .._core.op import apply, batch_broadcast, batch_loop, defop, public
 from .._core import batching
 from .._core.errors import user_error
 from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
@@ -304,7 +304,7 @@ def _scatter_add_batch(op, values, batched, attrs):
     if axis or size is None:
         return batch_loop(op, values, batched, attrs), True
     if not batched[0]:
-        g = np.broadcast_to(np.expand_dims(g, 0), (size, *_shape(g)))
+        g = batch_broadcast(g, size)
     flat = apply(op, (g, _flat_offsets(indices, size, n)), {"axis": 0, "shape": (size * n, *shape[1:])})
     return reshape(flat, (size, *shape)), True
 
