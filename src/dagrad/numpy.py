@@ -18,6 +18,7 @@ Tensor is `g` broadcast to that shape).
 
 from __future__ import annotations
 
+import builtins as _builtins
 import math as _math
 
 import numpy as _np
@@ -156,7 +157,8 @@ norm = linalg.norm
 
 
 def _has_tensor(obj):
-    return isinstance(obj, Tensor) or (isinstance(obj, (list, tuple)) and any(_has_tensor(item) for item in obj))
+    return isinstance(obj, Tensor) or (isinstance(obj, (list, tuple))
+                                       and _builtins.any(_has_tensor(item) for item in obj))
 
 
 def array(obj, dtype=None):
@@ -239,7 +241,7 @@ def _filled(shape, fill_value, dtype, order, device, like, op, numpy_function, *
         except (TypeError, ValueError) as err:
             raise op_error(op, (), err) from None
     fill_shape = _shape_of(fill_value)
-    if len(fill_shape) > len(checked) or any(
+    if len(fill_shape) > len(checked) or _builtins.any(
             n not in (1, m) and None not in (n, m) for n, m in zip(fill_shape[::-1], checked[::-1])):
         raise user_error(ValueError, op, f"the fill value of shape {tuple(fill_shape)} cannot be broadcast to "
                          f"shape {tuple(checked)}", fill_value)
@@ -424,3 +426,37 @@ def empty_like(prototype, dtype=None):
     (2, 3)
     """
     return zeros_like(prototype, dtype)
+
+
+# more of NumPy's functions (issue 16): NumPy's own on plain arrays, dagrad's ops on Tensors
+from .numpy_more import (  # noqa: E402  (after the names numpy_more's functions do not shadow here)
+    all,
+    any,
+    append,
+    array_split,
+    c_,
+    cross,
+    deg2rad,
+    degrees,
+    diff,
+    dsplit,
+    fabs,
+    fliplr,
+    flipud,
+    gradient,
+    hsplit,
+    kron,
+    logaddexp,
+    logaddexp2,
+    nan_to_num,
+    r_,
+    rad2deg,
+    radians,
+    real_if_close,
+    roll,
+    rollaxis,
+    rot90,
+    select,
+    sinc,
+    vsplit,
+)
