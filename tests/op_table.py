@@ -363,4 +363,30 @@ COMPOSITES = [
 ]
 
 # -- families kept in their own files (each appends rows with `case`)
+# -- dagrad.scipy.special: SciPy computes the values (the [scipy] extra, part of [dev])
+import scipy.special as _sps  # noqa: E402
+
 import op_table_linalg  # noqa: E402, F401
+from dagrad.scipy import special as _dsp  # noqa: E402
+
+SPECIAL = {
+    "gammaln": {"low": 0.5, "high": 4.0}, "digamma": {"low": 0.5, "high": 4.0}, "gamma": {"low": 0.5, "high": 3.0},
+    "rgamma": {"low": 0.5, "high": 3.0}, "erfc": {}, "erfinv": {"low": -0.8, "high": 0.8},
+    "erfcinv": {"low": 0.2, "high": 1.8}, "ndtr": {}, "log_ndtr": {}, "ndtri": {"low": 0.1, "high": 0.9},
+    "i0": {}, "i1": {}, "i0e": {"low": 0.5, "high": 3.0}, "i1e": {"low": 0.5, "high": 3.0}, "j0": {}, "j1": {},
+    "y0": {"low": 0.5, "high": 4.0}, "y1": {"low": 0.5, "high": 4.0},
+}
+for _name, _kw in SPECIAL.items():
+    for _shape in [(), (4,)]:
+        case(_name, getattr(_dsp, _name), getattr(_sps, _name), _shape, **_kw)
+case("gammasgn", _dsp.gammasgn, _sps.gammasgn, (4,), low=-3.0, high=3.0, differentiable=False)
+for _name, _order, _ref, _kw in [("polygamma", 1, _sps.polygamma, {"low": 0.5, "high": 3.0}),
+                                 ("jn", 2, _sps.jv, {}), ("yn", 2, _sps.yv, {"low": 0.5, "high": 4.0}),
+                                 ("gammainc", 2.5, _sps.gammainc, {"low": 0.5, "high": 3.0}),
+                                 ("gammaincc", 2.5, _sps.gammaincc, {"low": 0.5, "high": 3.0}),
+                                 ("iv", 1.5, _sps.iv, {"low": 0.5, "high": 3.0}),
+                                 ("ive", 1.5, _sps.ive, {"low": 0.5, "high": 3.0})]:
+    _fn = getattr(_dsp, _name)
+    case(_name, lambda x, f=_fn, n=_order: f(n, x), lambda x, f=_ref, n=_order: f(n, x), (4,),
+         name=f"{_name}({_order}, x)", **_kw)
+case("betainc", lambda x: _dsp.betainc(2.0, 3.0, x), lambda x: _sps.betainc(2.0, 3.0, x), (4,), low=0.1, high=0.9)

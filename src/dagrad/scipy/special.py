@@ -1,0 +1,238 @@
+"""`dagrad.scipy.special`: SciPy's special functions, differentiable (SciPy computes the values; it is the
+optional extra `dagrad[scipy]`).
+
+Each is an op declared here with `defop` like the op library's: its forward calls SciPy, its derivative
+rules are written with the other functions of this module (the derivative of `gammaln` is `digamma`, of
+`digamma` `polygamma(1, .)`, ...), so every order works in both modes and under `dg.compile`. A
+derivative SciPy has no function for (with respect to the order `v` of `iv`, or the parameters of the
+incomplete gamma and beta functions) raises NotImplementedError rather than being dropped.
+
+>>> import numpy as np
+>>> import dagrad as dg
+>>> from dagrad.scipy import special
+>>> float(dg.grad(special.gammaln)(3.0))  # digamma(3)
+0.9227843350984671
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core import batching
+from .._core.dtypes import floating, of_ufunc
+from .._core.errors import user_error
+from .._core.op import defop
+from .._core.shapes import broadcast_shapes, dtype_of
+from ..ops.elementwise import astype, erf, exp, log, log1p, sigmoid, where
+from ..ops.elementwise import sign as sign_
+from ..ops.nn import logsumexp as _logsumexp
+
+try:  # the values come from SciPy, an optional extra
+    import scipy.special as _sp
+except ImportError:  # pragma: no cover  (the suite runs with SciPy)
+    _sp = None
+
+__all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
+           "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "iv", "ive", "j0", "j1", "jn",
+           "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rgamma", "xlog1py",
+           "xlogy", "y0", "y1", "yn"]
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _needs_scipy(name):
+    if _sp is None:
+        raise user_error(ImportError, f"dagrad.scipy.special.{name}", "needs SciPy, an optional extra: pip install "
+                         "'dagrad[scipy]' (or pip install scipy)")
+
+
+def _op(name, forward, rules, nargs, ufunc=None):
+    """A SciPy function as an op: elementwise, broadcasting; its dtype rule is NumPy's type resolution
+    for SciPy's ufunc (`ufunc`, default the function of that name)."""
+    rules = None if rules is None else tuple(rules)
+    dtype = floating if _sp is None else (of_ufunc if nargs == 1 else _weak_rule)(getattr(_sp, ufunc or name))
+    if name == "polygamma" and _sp is not None:  # the order n is an integer: the dtype is x's under digamma
+        dtype = _on_second(of_ufunc(_sp.digamma))
+    op = defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs, dtype=dtype,
+               batch=batching.elementwise)
+    function = op.function
+
+    def checked(*args):
+        _needs_scipy(name)
+        return function(*args)
+
+    checked.__name__ = checked.__qualname__ = name
+    checked.__doc__ = f"`scipy.special.{name}`, differentiable."
+    checked.op = op
+    return checked
+
+
+def _cast(out, ufunc, args):
+    """SciPy's result in the dtype NumPy 2 gives for `args` (a Python number does not widen float32,
+    where SciPy's ufuncs widen it to float64)."""
+    dtypes = [type(a) if type(a) in (int, float, bool) else np.result_type(a) for a in args]
+    return np.asarray(out).astype(_weak_result(ufunc, dtypes), copy=False)[()]
+
+
+def _weak_result(ufunc, dtypes):
+    """The result dtype of `ufunc` for inputs of `dtypes` (Python number types weakly typed, as NumPy 2
+    types them): the arrays' common dtype (float64 for a float among integers), through SciPy's loops."""
+    python = [d for d in dtypes if d is int or d is float or d is bool]  # identity: np.dtype(float) == float
+    arrays = [np.dtype(d) for d in dtypes if not (d is int or d is float or d is bool)]
+    common = np.result_type(*arrays) if arrays else np.result_type(*[d() for d in python])
+    if any(d is float for d in python) and common.kind in "biu":
+        common = np.result_type(common, np.float64)
+    return ufunc.resolve_dtypes((common,) * ufunc.nin + (None,))[-1]
+
+
+def _weak_rule(ufunc):
+    return lambda *dtypes, **attrs: _weak_result(ufunc, dtypes)
+
+
+def _on_second(rule):
+    return lambda first, second, **attrs: rule(second)
+
+
+def _not_for(name, what):
+    def rule(*args, **kwargs):
+        raise user_error(NotImplementedError, f"dagrad.scipy.special.{name}", f"has no derivative with respect to "
+                         f"{what}")
+
+    return rule
+
+
+_ORDER = None  # an integer order: no derivative (None in a rule tuple)
+
+# the gamma family
+gammaln = _op("gammaln", lambda x: _sp.gammaln(x), (lambda g, out, x: g * digamma(x),), 1)
+digamma = _op("digamma", lambda x: _sp.digamma(x), (lambda g, out, x: g * polygamma(1, x),), 1)
+psi = digamma
+def _polygamma_forward(n, x):
+    # scipy.special.polygamma is a Python function computing in float64: the result takes digamma's dtype
+    dtype = _sp.digamma.resolve_dtypes((np.result_type(x), None))[-1]
+    return np.asarray(_sp.polygamma(n, x)).astype(dtype, copy=False)[()]
+
+
+polygamma = _op("polygamma", _polygamma_forward, (_ORDER, lambda g, out, n, x: g * polygamma(n + 1, x)), 2,
+                "digamma")
+gamma = _op("gamma", lambda x: _sp.gamma(x), (lambda g, out, x: g * out * digamma(x),), 1)
+gammasgn = _op("gammasgn", lambda x: _sp.gammasgn(x), None, 1)  # piecewise constant: no gradient
+
+
+rgamma = _op("rgamma", lambda x: _sp.rgamma(x), (lambda g, out, x: -g * out * digamma(x),), 1)  # 1 / gamma
+
+
+def beta(a, b):
+    """`scipy.special.beta`: gamma(a) gamma(b) / gamma(a + b), through `betaln`'s sign-free form."""
+    _needs_scipy("beta")
+    return exp(betaln(a, b)) * (gammasgn(a) * gammasgn(b) * gammasgn(a + b))
+
+
+def betaln(a, b):
+    """`scipy.special.betaln`: log|beta(a, b)|."""
+    _needs_scipy("betaln")
+    return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+
+def multigammaln(a, d):
+    """`scipy.special.multigammaln`: the log of the multivariate gamma function of dimension `d`."""
+    _needs_scipy("multigammaln")
+    d = int(d)
+    out = d * (d - 1) / 4 * math.log(math.pi)
+    for j in range(d):
+        out = out + gammaln(a - j / 2)
+    return out
+
+
+# incomplete gamma and beta: derivatives with respect to x only
+def _gamma_density(a, x):
+    """d gammainc(a, x) / dx, in x's dtype (a Python number a would make gammaln's float64)."""
+    return astype(exp(-x + (a - 1) * log(x) - gammaln(a)), dtype_of(x))
+
+
+gammainc = _op("gammainc", lambda a, x: _cast(_sp.gammainc(a, x), _sp.gammainc, (a, x)),
+               (_not_for("gammainc", "a"), lambda g, out, a, x: g * _gamma_density(a, x)), 2)
+gammaincc = _op("gammaincc", lambda a, x: _cast(_sp.gammaincc(a, x), _sp.gammaincc, (a, x)),
+                (_not_for("gammaincc", "a"), lambda g, out, a, x: -g * _gamma_density(a, x)), 2)
+def _beta_density(a, b, x):
+    """d betainc(a, b, x) / dx, in x's dtype."""
+    return astype(exp((a - 1) * log(x) + (b - 1) * log1p(-x) - betaln(a, b)), dtype_of(x))
+
+
+_betainc = defop("betainc", lambda a, b, x: _cast(_sp.betainc(a, b, x), _sp.betainc, (a, b, x)),
+                 vjp=(_not_for("betainc", "a"), _not_for("betainc", "b"),
+                      lambda g, out, a, b, x: g * _beta_density(a, b, x)),
+                 jvp=(_not_for("betainc", "a"), _not_for("betainc", "b"),
+                      lambda t, out, a, b, x: t * _beta_density(a, b, x)),
+                 shape=broadcast_shapes, dtype=floating if _sp is None else _weak_rule(_sp.betainc),
+                 batch=batching.elementwise)
+
+
+def betainc(a, b, x):
+    """`scipy.special.betainc`: the regularised incomplete beta function (differentiable in x)."""
+    _needs_scipy("betainc")
+    return _betainc.function(a, b, x)
+
+
+# the error function family
+erfc = _op("erfc", lambda x: _sp.erfc(x), (lambda g, out, x: g * (-2 / _SQRT_PI) * exp(-(x * x)),), 1)
+erfinv = _op("erfinv", lambda x: _sp.erfinv(x), (lambda g, out, x: g * (_SQRT_PI / 2) * exp(out * out),), 1)
+erfcinv = _op("erfcinv", lambda x: _sp.erfcinv(x), (lambda g, out, x: g * (-_SQRT_PI / 2) * exp(out * out),), 1)
+ndtr = _op("ndtr", lambda x: _sp.ndtr(x), (lambda g, out, x: g * exp(-0.5 * x * x) / math.sqrt(2 * math.pi),), 1)
+log_ndtr = _op("log_ndtr", lambda x: _sp.log_ndtr(x),
+               (lambda g, out, x: g * exp(-0.5 * x * x - out) / math.sqrt(2 * math.pi),), 1)
+ndtri = _op("ndtri", lambda x: _sp.ndtri(x), (lambda g, out, x: g * math.sqrt(2 * math.pi) * exp(0.5 * out * out),), 1)
+
+# Bessel functions (derivatives by the recurrences)
+i0 = _op("i0", lambda x: _sp.i0(x), (lambda g, out, x: g * i1(x),), 1)
+i1 = _op("i1", lambda x: _sp.i1(x), (lambda g, out, x: g * (i0(x) + iv(2, x)) / 2,), 1)
+i0e = _op("i0e", lambda x: _sp.i0e(x), (lambda g, out, x: g * (i1e(x) - sign_(x) * out),), 1)
+i1e = _op("i1e", lambda x: _sp.i1e(x), (lambda g, out, x: g * ((i0e(x) + ive(2, x)) / 2 - sign_(x) * out),), 1)
+iv = _op("iv", lambda v, x: _cast(_sp.iv(v, x), _sp.iv, (v, x)), (_not_for("iv", "the order v"),
+                                            lambda g, out, v, x: g * (iv(v - 1, x) + iv(v + 1, x)) / 2), 2)
+ive = _op("ive", lambda v, x: _cast(_sp.ive(v, x), _sp.ive, (v, x)),
+          (_not_for("ive", "the order v"),
+           lambda g, out, v, x: g * ((ive(v - 1, x) + ive(v + 1, x)) / 2 - sign_(x) * out)), 2)
+j0 = _op("j0", lambda x: _sp.j0(x), (lambda g, out, x: -g * j1(x),), 1)
+j1 = _op("j1", lambda x: _sp.j1(x), (lambda g, out, x: g * (j0(x) - jn(2, x)) / 2,), 1)
+jn = _op("jn", lambda n, x: _cast(_sp.jv(n, x), _sp.jv, (n, x)),
+         (_ORDER, lambda g, out, n, x: g * (jn(n - 1, x) - jn(n + 1, x)) / 2), 2, "jv")
+y0 = _op("y0", lambda x: _sp.y0(x), (lambda g, out, x: -g * y1(x),), 1)
+y1 = _op("y1", lambda x: _sp.y1(x), (lambda g, out, x: g * (y0(x) - yn(2, x)) / 2,), 1)
+yn = _op("yn", lambda n, x: _cast(_sp.yv(n, x), _sp.yv, (n, x)),
+         (_ORDER, lambda g, out, n, x: g * (yn(n - 1, x) - yn(n + 1, x)) / 2), 2, "yv")
+
+
+# compositions of the op library
+def expit(x):
+    """`scipy.special.expit`: the logistic sigmoid."""
+    return sigmoid(x)
+
+
+def logit(x):
+    """`scipy.special.logit`: log(x / (1 - x))."""
+    return log(x) - log1p(-x)
+
+
+def xlogy(x, y):
+    """`scipy.special.xlogy`: x * log(y), 0 where x == 0 (and then no gradient through y)."""
+    zero = x == 0
+    return where(zero, 0.0, x * log(where(zero, 1.0, y)))
+
+
+def xlog1py(x, y):
+    """`scipy.special.xlog1py`: x * log1p(y), 0 where x == 0."""
+    zero = x == 0
+    return where(zero, 0.0, x * log1p(where(zero, 0.0, y)))
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """`scipy.special.logsumexp`: log(sum(b * exp(a))) over `axis`, without overflow."""
+    if return_sign:
+        raise user_error(NotImplementedError, "dagrad.scipy.special.logsumexp", "return_sign=True is not supported")
+    if b is not None:
+        a = a + log(b)
+    return _logsumexp(a, axis=axis, keepdims=keepdims)
+
