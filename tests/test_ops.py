@@ -72,8 +72,10 @@ def test_non_differentiable_ops_give_no_gradient(c):
 
 @pytest.mark.parametrize("c", DIFFERENTIABLE, ids=_ids(DIFFERENTIABLE))
 def test_first_and_second_derivatives_reverse_and_forward(c):
-    # jacobian (rev) and jacfwd (fwd) against central differences, then the same for
-    # each of those derivatives: rev-over-rev, fwd-over-rev, rev-over-fwd, fwd-over-fwd
+    # whole Jacobians, jacobian (rev) and jacfwd (fwd), against central differences, then the same
+    # for each of those derivatives: rev-over-rev, fwd-over-rev, rev-over-fwd, fwd-over-fwd
+    assert dg.gradcheck(c.f, *c.inputs(seed=1), order=2, eps=c.eps, full=True, **c.tol)
+    # and gradcheck's default, random directions, passes every correct op with its default tolerances
     assert dg.gradcheck(c.f, *c.inputs(seed=1), order=2, eps=c.eps, **c.tol)
 
 

@@ -1,0 +1,252 @@
+"""dg.gradcheck along random directions (issue 16, item 7): a 0.05% error caught in both modes and at
+order 2, nested containers of arguments and outputs, complex refused, large inputs at order 2."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import dagrad as dg
+
+X = np.array([0.5, -1.5, 2.0, 0.8])
+BIG = np.random.default_rng(0).uniform(-1.5, 1.5, size=(10, 11, 7))
+OFF = 1.0005  # a 0.05% error
+
+
+class SlightlyWrongCube(dg.Function):
+    """x**3 whose backward and jvp rules are both 0.05% too large."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return OFF * 3 * x**2 * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return OFF * 3 * x**2 * t
+
+
+class SlightlyWrongTripleSquare(dg.Function):
+    """3 x**2, whose own derivative rules are 0.05% too large."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 3 * x**2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return OFF * 6 * x * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return OFF * 6 * x * t
+
+
+class CubeWithWrongSecondDerivative(dg.Function):
+    """x**3 with right first derivatives (3 x**2) whose derivatives are 0.05% off."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return SlightlyWrongTripleSquare.apply(x) * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return SlightlyWrongTripleSquare.apply(x) * t
+
+
+def wrong_cube(x):
+    return SlightlyWrongCube.apply(x)
+
+
+def wrong_second(x):
+    return CubeWithWrongSecondDerivative.apply(x)
+
+
+def _line_of(marker):
+    """The line of this file holding `marker` (what an error must name)."""
+    lines = inspect.getsource(inspect.getmodule(_line_of)).splitlines()
+    return f"test_gradcheck_directions.py:{1 + next(i for i, t in enumerate(lines) if t.endswith(marker))}"
+
+
+# ---------------------------------------------------------------- a 0.05% error is caught
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_first_derivative_wrong_by_0_05_percent_is_caught_in_each_mode(mode):
+    pattern = rf"gradcheck of wrong_cube \({mode} mode\).*d out\[\d\] / d arg0\[\d\]"
+    with pytest.raises(dg.GradcheckError, match=pattern):
+        dg.gradcheck(wrong_cube, X, modes=(mode,))
+    assert dg.gradcheck(lambda x: x**3, X, modes=(mode,), order=2)  # the same function with right rules passes
+    # the old default tolerance let it pass
+    assert dg.gradcheck(wrong_cube, X, modes=(mode,), atol=1e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_the_fwd_message_names_the_direction_and_the_rev_message_the_inner_products(mode):
+    with pytest.raises(dg.GradcheckError) as info:
+        dg.gradcheck(wrong_cube, X, modes=(mode,))
+    text = str(info.value)
+    assert ("the jvp along random tangent 0" if mode == "fwd" else "<vjp(c), t> along random tangent 0") in text
+    assert "the worst entry: d out[" in text
+    assert "atol=1e-06, rtol=0.0001" in text
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_second_derivative_wrong_by_0_05_percent_is_caught_at_order_2(mode):
+    assert dg.gradcheck(wrong_second, X, modes=(mode,), order=1)  # the first derivative is right
+    np.testing.assert_allclose(dg.grad(lambda x: dg.sum(wrong_second(x)))(X), 3 * X**2)
+    with pytest.raises(dg.GradcheckError, match=r"gradcheck of (jvp|vjp) of wrong_second"):
+        dg.gradcheck(wrong_second, X, modes=(mode,), order=2)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_0_05_percent_error_is_caught_with_full_jacobians_too(mode):
+    with pytest.raises(dg.GradcheckError, match=r"d out\[\d\] / d arg0\[\d\]"):
+        dg.gradcheck(wrong_cube, X, modes=(mode,), full=True)
+    with pytest.raises(dg.GradcheckError, match=r"gradcheck of dwrong_second\["):
+        dg.gradcheck(wrong_second, X, modes=(mode,), order=2, full=True)
+
+
+def test_an_error_in_one_entry_names_that_entry():
+    def f(x):  # the rule is wrong only for the third element
+        return dg.where(np.arange(4) == 2, wrong_cube(x), x**3)
+
+    with pytest.raises(dg.GradcheckError, match=r"d out\[2\] / d arg0\[2\]"):
+        dg.gradcheck(f, X)
+
+
+# ---------------------------------------------------------------- large inputs at order 2
+
+
+def test_order_2_both_modes_on_a_10x11x7_input():
+    assert dg.gradcheck(lambda x: dg.tanh(x) * dg.sin(x) + dg.sum(x**2), BIG, order=2)
+    assert dg.gradcheck(lambda x: dg.matmul(x, x.transpose(0, 2, 1)), BIG, order=2)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_0_05_percent_error_in_a_10x11x7_input_is_caught(mode):
+    with pytest.raises(dg.GradcheckError, match=rf"gradcheck of wrong_cube \({mode} mode\)"):
+        dg.gradcheck(wrong_cube, BIG, modes=(mode,))
+    with pytest.raises(dg.GradcheckError, match=r"gradcheck of (jvp|vjp) of wrong_second"):
+        dg.gradcheck(wrong_second, BIG, modes=(mode,), order=2)
+
+
+def test_directions_against_the_jacobian_by_hand():
+    # f(x) = A x: every direction sees A, so an A' off by 0.05% in one row is seen in the fwd entries
+    A = np.random.default_rng(1).standard_normal((5, 4))
+
+    class WrongRowMatvec(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return A @ x
+
+        @staticmethod
+        def backward(ctx, g):
+            return (A * np.array([1, 1, OFF, 1, 1])[:, None]).T @ g
+
+        @staticmethod
+        def jvp(ctx, t):
+            return (A * np.array([1, 1, OFF, 1, 1])[:, None]) @ t
+
+    with pytest.raises(dg.GradcheckError, match=r"out0\[2\]"):
+        dg.gradcheck(WrongRowMatvec.apply, X, modes=("fwd",))
+    assert dg.gradcheck(lambda x: dg.matmul(A, x), X, order=2)
+
+
+# ---------------------------------------------------------------- nested containers
+
+
+def test_nested_containers_of_arguments_and_outputs():
+    params = {"w": [X, (X[:2] + 1.0,)], "b": np.array(0.25)}
+
+    def model(p, scale):
+        h = dg.tanh(p["w"][0] * scale[0] + p["b"])
+        return {"h": h, "pair": (dg.sum(p["w"][1][0] ** 2), [h * scale[1]])}
+
+    assert dg.gradcheck(model, (params, [np.array(2.0), np.ones(4)]), order=2)
+    assert dg.gradcheck(model, params, [np.array(2.0), np.ones(4)], full=True)
+    # the value a nested function gives matches NumPy's (so the checked function is the one we mean)
+    out = model(params, [np.array(2.0), np.ones(4)])
+    np.testing.assert_allclose(out["h"], np.tanh(X * 2.0 + 0.25))
+    np.testing.assert_allclose(out["pair"][0], np.sum((X[:2] + 1.0) ** 2))
+
+
+def test_a_wrong_rule_in_a_nested_argument_names_the_leaf():
+    params = {"w": [X, (X[:2] + 1.0,)], "b": np.array(0.25)}
+
+    def model(p):
+        return {"y": wrong_cube(p["w"][1][0]) + p["b"], "z": [p["w"][0] * 2.0]}
+
+    for mode in ("fwd", "rev"):
+        with pytest.raises(dg.GradcheckError, match=r"d arg0\['w'\]\[1\]\[0\]\[\d\]"):
+            dg.gradcheck(model, params, modes=(mode,))
+
+
+def test_a_wrong_rule_in_a_nested_output_is_caught():
+    with pytest.raises(dg.GradcheckError, match="fwd mode"):
+        dg.gradcheck(lambda x: {"ok": [x * 2.0], "bad": (dg.sin(x), wrong_cube(x))}, X, modes=("fwd",))
+    with pytest.raises(dg.GradcheckError, match="rev mode"):
+        dg.gradcheck(lambda x: {"ok": [x * 2.0], "bad": (dg.sin(x), wrong_cube(x))}, X, modes=("rev",))
+
+
+# ---------------------------------------------------------------- complex refused
+
+
+def test_complex_inputs_are_refused():
+    with pytest.raises(TypeError, match="gradcheck: complex inputs are not supported yet") as info:
+        dg.gradcheck(lambda z: z * 2.0, X + 1j)  # complex input here
+    assert _line_of("# complex input here") in str(info.value)
+    with pytest.raises(TypeError, match="gradcheck: complex inputs are not supported yet"):
+        dg.gradcheck(lambda p: p["z"] * 2.0, {"z": X.astype(np.complex128)}, full=True)
+
+
+def test_complex_outputs_are_refused():
+    with pytest.raises(TypeError, match="gradcheck: the function returns a complex value") as info:
+        dg.gradcheck(lambda x: np.fft.fft(np.asarray(x)), X)  # complex output here
+    assert _line_of("# complex output here") in str(info.value)
+
+
+def test_check_grads_refuses_complex_too():
+    with pytest.raises(TypeError, match="check_grads: complex inputs and outputs are not supported yet"):
+        dg.check_grads(lambda z: z * 2.0, (X + 1j,), order=1)
+    with pytest.raises(TypeError, match="check_grads: complex inputs and outputs are not supported yet"):
+        dg.check_grads(lambda x: np.fft.fft(np.asarray(x)), (X,), order=1)
+
+
+# ---------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    ({"order": 0}, r"gradcheck: order must be an integer >= 1, got 0"),
+    ({"directions": 0}, r"gradcheck: directions must be an integer >= 1, got 0"),
+    ({"modes": ("lin",)}, r"gradcheck: unknown mode 'lin'"),
+])
+def test_bad_arguments(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern) as info:
+        dg.gradcheck(dg.sin, X, **kwargs)
+    assert "test_gradcheck_directions.py:" in str(info.value)
+
+
+def test_a_single_mode_string_and_several_directions():
+    assert dg.gradcheck(dg.sin, X, modes="fwd", directions=5, seed=3, order=2)
+    for seed in range(3):  # any seed catches the error
+        with pytest.raises(dg.GradcheckError):
+            dg.gradcheck(wrong_cube, X, modes="rev", seed=seed)
