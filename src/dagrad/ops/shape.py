@@ -488,11 +488,17 @@ def as_array(obj, op):
     """`obj` as one array-like value, as NumPy reads a nested list: a (nested) list or tuple holding
     Tensors (traced values) is stacked, so `mean([x, x + 2])` differentiates; other values pass unchanged.
 
-    >>> as_array([np.zeros(2), np.ones(2)], "mean")
-    [array([0., 0.]), array([1., 1.])]
+    >>> as_array([[1.0, 2.0], (3.0, 4.0)], "mean")
+    array([[1., 2.],
+           [3., 4.]])
     """
-    if not isinstance(obj, (list, tuple)) or not _holds_tensor(obj):
+    if not isinstance(obj, (list, tuple)):
         return obj
+    if not _holds_tensor(obj):
+        try:
+            return np.asarray(obj)
+        except ValueError as err:  # a ragged list
+            raise user_error(ValueError, op, f"cannot make an array of the list: {err}") from None
     if not obj:
         return np.asarray(obj)
     parts = [as_array(o, op) for o in obj]
