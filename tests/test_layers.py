@@ -20,7 +20,7 @@ LAYERS = [
     ("dagrad.scipy", 3), ("dagrad.scipy.special", 3), ("dagrad.scipy.stats", 3), ("dagrad.linalg", 3),
     ("dagrad.function", 3),
     ("dagrad.check", 3), ("dagrad.viz", 3), ("dagrad._methods", 3), ("dagrad._inplace", 3), ("dagrad.autograd", 3),
-    ("dagrad.factories", 3), ("dagrad.torch_names", 3),
+    ("dagrad.factories", 3), ("dagrad.torch_names", 3), ("dagrad.differential", 3),
     ("dagrad.nn", 4), ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4),
     ("dagrad.demo", 5), ("dagrad.__main__", 5),  # applications of the whole library
     ("dagrad", 5),  # the package's face: it re-exports everything

@@ -110,9 +110,11 @@ def test_einsum_errors_name_the_op_and_the_line(spec, shapes, match):
     assert "einsum" in str(info.value) and line in str(info.value)
 
 
-def test_einsum_sublist_form_is_a_clear_type_error():
-    with pytest.raises(TypeError, match="einsum: subscripts must be a string"):
-        ops.einsum(np.ones(3), [0], np.ones(3), [0])
+def test_einsum_sublist_form_is_numpys():  # more in tests/test_autograd_conveniences.py
+    a, b = np.arange(3.0), np.arange(3.0, 6.0)
+    assert ops.einsum(a, [0], b, [0]) == np.einsum(a, [0], b, [0])
+    with pytest.raises(TypeError, match=r"einsum: the sublist of operand 0 must be a list .*got float"):
+        ops.einsum(a, 1.5, b, [0])
 
 
 # -- norms at zero: gradient 0, as PyTorch

@@ -20,6 +20,10 @@ from .control import cond, fori_loop, scan, while_loop
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from .check import GradcheckError, check_grads, gradcheck
+from .differential import (  # HIPS autograd's differential operators, and JAX's ravel_pytree
+    deriv, grad_and_aux, hessian_tensor_product, hessian_vector_product, make_ggnvp, make_hvp, make_jvp, make_vjp,
+    multigrad_dict, ravel_pytree, tensor_jacobian_product, vector_jacobian_product,
+)
 from .compile import compile
 from .remat import checkpoint
 

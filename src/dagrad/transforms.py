@@ -84,18 +84,31 @@ class _Traced:
         )
 
 
-def value_and_grad(f, argnums=0):
+def value_and_grad(f, argnums=0, has_aux=False):
     """Returns a function computing `(f(*args), gradient of f at args)`.
+
+    With `has_aux=True` (JAX's), `f` returns a pair `(value, aux)`; the result is
+    `((value, aux), gradient)`, `aux` not differentiated.
 
     >>> import numpy as np
     >>> value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
     (np.float64(5.0), array([2., 4.]))
+    >>> value_and_grad(lambda x: ((x ** 2).sum(), x * 10), has_aux=True)(np.array([1.0, 2.0]))
+    ((np.float64(5.0), array([10., 20.])), array([2., 4.]))
     """
 
     def value_and_grad_f(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "grad")
         traced = _Traced(f, args, nums, "grad", kwargs)
         out = traced.out
+        if has_aux:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise user_error(TypeError, "grad", f"with has_aux=True the function must return a pair (value, "
+                                 f"aux), got {type(out).__name__}" + (f" of {len(out)} items"
+                                                                     if isinstance(out, (tuple, list)) else ""))
+            out, aux = out
+            aux_leaves, aux_def = tree_flatten(aux)
+            aux = tree_unflatten(aux_def, [_unbox(leaf, traced.level) for leaf in aux_leaves])
         if isinstance(out, (list, tuple, dict)):
             raise user_error(TypeError, "grad", f"the function must return a scalar, got a {type(out).__name__}; use "
                              "dg.jacobian or dg.vjp for other outputs")
@@ -104,14 +117,16 @@ def value_and_grad(f, argnums=0):
             raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
                              f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
         grads = traced.pull([out], [np.ones(_shape(out), _dtype(out))])
-        return _unbox(out, traced.level), (grads[0] if single else grads)
+        value = _unbox(out, traced.level)
+        return (value, aux) if has_aux else value, (grads[0] if single else grads)
 
     _name(value_and_grad_f, "value_and_grad", f)
     return value_and_grad_f
 
 
-def grad(f, argnums=0):
-    """Returns a function computing the gradient of scalar-valued `f`.
+def grad(f, argnums=0, has_aux=False):
+    """Returns a function computing the gradient of scalar-valued `f` (with `has_aux=True`, JAX's: `f`
+    returns `(value, aux)` and the result is `(gradient, aux)`).
 
     Results are NumPy arrays for array inputs and Tensors for Tensor inputs, so
     transforms nest:
@@ -122,10 +137,11 @@ def grad(f, argnums=0):
     >>> grad(grad(lambda x: x ** 3))(2.0)
     np.float64(12.0)
     """
-    vg = value_and_grad(f, argnums)
+    vg = value_and_grad(f, argnums, has_aux)
 
     def grad_f(*args, **kwargs):
-        return vg(*args, **kwargs)[1]
+        value, gradient = vg(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
 
     _name(grad_f, "grad", f)
     return grad_f

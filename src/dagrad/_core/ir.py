@@ -348,6 +348,11 @@ class Symbol(Tensor):
 
 def _refuse(what):
     def method(self, *args, **kwargs):
+        if self._dtype is not None and self._dtype.kind in "iu" and self._shape == ():
+            # int(i) or np.int64(i) to index with: the index itself works (getitem gathers at run time)
+            raise self._no_value(what, "while the function is traced its arrays have no values yet; to index "
+                                 "with this integer, use it as it is (x[i], not x[int(i)] or x[np.int64(i)]): "
+                                 "the index is then taken when the code runs")
         raise self._no_value(what)
 
     return method

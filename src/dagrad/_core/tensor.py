@@ -313,6 +313,8 @@ class Tensor:
         """The values as the array type holds them, writable (internal: no copy, no view)."""
         value = self._value
         while isinstance(value, Tensor):
+            if value._symbolic:  # a box around a graph's node: the node refuses (its _value is itself)
+                return value._raw()
             value = value._value
         return value
 
@@ -343,8 +345,10 @@ class Tensor:
         return self.numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
-        if self._level:
-            # a traced value turned into a plain array would silently lose its derivative
+        if self._level and self.dtype.kind not in "iub":
+            # a traced value turned into a plain array would silently lose its derivative; an integer or
+            # boolean one has none to lose (np.int64(i) as an index), and a vmap box or a graph node
+            # refuses in _raw
             raise user_error(TypeError, "np.asarray", "a value traced by a transform (dg.grad, dg.jvp, ...) cannot "
                              "become a NumPy array: its derivative would be lost. Use dagrad.numpy functions or Tensor "
                              "methods instead of NumPy's (e.g. dnp.dot(a, x), not a.dot(x) with a NumPy a)")

@@ -24,7 +24,7 @@ from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .elementwise import abs, astype, equal, multiply, not_equal, power, where
 from .reduce import max, min, sum
-from .shape import broadcast_to, expand_dims, getitem, index_add, reshape, squeeze, swapaxes, transpose
+from .shape import as_array, broadcast_to, expand_dims, getitem, index_add, reshape, squeeze, swapaxes, transpose
 
 
 def _matmul_shape(a, b):
@@ -228,8 +228,8 @@ def _canonical_subscripts(subscripts, operands):
         return user_error(ValueError, "einsum", message, *operands)
 
     if not isinstance(subscripts, str):
-        raise user_error(TypeError, "einsum", f"subscripts must be a string, got {type(subscripts).__name__} (the "
-                         "interleaved operand/sublist form is not supported)", *operands)
+        raise user_error(TypeError, "einsum", f"subscripts must be a string, got {type(subscripts).__name__}",
+                         *operands)
     spec = subscripts.replace(" ", "")
     for c in spec:
         if c not in _LETTERS and c not in ".,->":
@@ -278,6 +278,34 @@ def _canonical_subscripts(subscripts, operands):
         counts = Counter("".join(head + tail for head, _, tail in parsed))
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
     return ",".join(canonical) + "->" + out
+
+
+def _sublist_subscripts(args):
+    """NumPy's interleaved form `(op0, sublist0, op1, sublist1, ..., [output sublist])` as the subscripts
+    string and the operands. Integer s becomes the letter NumPy gives it ('A' + s, then 'a' + s - 26), so
+    the implicit output keeps NumPy's order."""
+    output = args[-1] if len(args) % 2 else None  # an odd count: the last item is the output's sublist
+    pairs = args[:-1] if len(args) % 2 else args
+    operands, sublists = pairs[0::2], pairs[1::2]
+
+    def letters(sublist, what):
+        if not isinstance(sublist, (list, tuple)):
+            raise user_error(TypeError, "einsum", f"the {what} must be a list of integers (0 to 51) and Ellipsis, "
+                             f"got {type(sublist).__name__}", *operands)
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) and 0 <= s < 52:
+                out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+            else:
+                raise user_error(ValueError, "einsum", f"the {what} {list(sublist)!r} holds {s!r}: a subscript must "
+                                 "be an integer from 0 to 51 or Ellipsis", *operands)
+        return "".join(out)
+
+    terms = [letters(sub, f"sublist of operand {i}") for i, sub in enumerate(sublists)]
+    spec = ",".join(terms) + ("" if output is None else "->" + letters(output, "output sublist"))
+    return spec, tuple(operands)
 
 
 def _einsum_shape(*shapes, subscripts, optimize=False):
@@ -412,7 +440,16 @@ def einsum(subscripts, *operands, optimize=None):
            [3., 4.]])
     >>> einsum("ii", np.array([[1.0, 2.0], [3.0, 4.0]]))
     np.float64(5.0)
+
+    NumPy's sublist form, `einsum(a, [0, 1], b, [1, 2], [0, 2])` (integers 0 to 51 for
+    subscripts, `Ellipsis` for '...', an optional output sublist last), is the same call:
+
+    >>> einsum(np.array([[1.0, 2.0], [3.0, 4.0]]), [0, 1], [1, 0])
+    array([[1., 3.],
+           [2., 4.]])
     """
+    if not isinstance(subscripts, str):
+        subscripts, operands = _sublist_subscripts((subscripts, *operands))
     if not operands:
         raise user_error(ValueError, "einsum", "needs at least one operand")
     if len(operands) > _MAX_OPERANDS:
@@ -833,6 +870,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     >>> norm(np.array([[1.0, -2.0], [3.0, 4.0]]), ord=1)
     np.float64(6.0)
     """
+    x = as_array(x, "linalg.norm")
     if _dtype(x).kind not in "fc":
         x = astype(x, np.float64)  # NumPy computes norms of integer arrays in float
     ndim = len(_shape(x))

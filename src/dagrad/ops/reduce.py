@@ -17,7 +17,7 @@ from .._core.shapes import shape_of as _shape
 from .elementwise import astype, equal, logical_and, logical_not, maximum, ones_like, where
 from .._core.structural import reshape, sum, sum_to  # noqa: F401  (sum and sum_to are this family's, defined in the core)
 from .._core.structural import reduction_shape as _reduction_shape
-from .shape import flip
+from .shape import as_array, flip
 
 
 def _keep(g, shape, axis, keepdims):
@@ -219,7 +219,7 @@ def _torch_keywords(function):
                     raise user_error(TypeError, function.__name__, f"got both {ours} and {theirs} (PyTorch's name "
                                      f"for it)", x)
                 kwargs[ours] = int(bool(value)) if theirs == "unbiased" else value
-        return function(x, *args, **kwargs)
+        return function(as_array(x, function.__name__), *args, **kwargs)
 
     reduce.__name__ = reduce.__qualname__ = function.__name__
     reduce.__doc__ = function.__doc__

@@ -17,7 +17,7 @@ from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .._core.structural import batch_source, broadcast_to, reshape, shape_source, target_shape
 from .elementwise import where, zeros_like
-from .._core.tensor import Tensor, is_symbolic
+from .._core.tensor import Batched, Tensor, is_symbolic
 
 
 # -- transpose
@@ -121,6 +121,8 @@ def squeeze(x, axis=None):
 
 # -- indexing
 def _index_value(part):
+    while isinstance(part, Tensor) and part._level and type(part) is not Batched:
+        part = part._value  # a box of grad or jvp: an index has no derivative, its value is the index
     if isinstance(part, Tensor) and part._level:
         return part  # a transform's box (vmap's batched indices): dispatch finds it (Op.boxed_index)
     if isinstance(part, Tensor):
@@ -476,6 +478,35 @@ def stack(arrays, axis=0):
         raise user_error(ValueError, "stack", "all input arrays must have the same shape", *arrays)
     axis = normalize_axis_index(axis, _ndim(arrays[0]) + 1, "stack", *arrays)
     return apply(_stack, arrays, {"axis": axis})
+
+
+def _holds_tensor(obj):
+    return isinstance(obj, Tensor) or (isinstance(obj, (list, tuple)) and any(_holds_tensor(o) for o in obj))
+
+
+def as_array(obj, op):
+    """`obj` as one array-like value, as NumPy reads a nested list: a (nested) list or tuple holding
+    Tensors (traced values) is stacked, so `mean([x, x + 2])` differentiates; other values pass unchanged.
+
+    >>> as_array([[1.0, 2.0], (3.0, 4.0)], "mean")
+    array([[1., 2.],
+           [3., 4.]])
+    """
+    if not isinstance(obj, (list, tuple)):
+        return obj
+    if not _holds_tensor(obj):
+        try:
+            return np.asarray(obj)
+        except ValueError as err:  # a ragged list
+            raise user_error(ValueError, op, f"cannot make an array of the list: {err}") from None
+    if not obj:
+        return np.asarray(obj)
+    parts = [as_array(o, op) for o in obj]
+    shapes = [tuple(_shape(p)) for p in parts]
+    if len(set(shapes)) != 1:
+        raise user_error(ValueError, op, f"the list's items must have one shape to make an array, got shapes "
+                         f"{', '.join(map(str, shapes))}")
+    return stack(parts)
 
 
 # -- composites: exact gradients come from getitem / broadcast_to / reshape
