@@ -65,3 +65,13 @@ def test_rnn_scan_trains_compiled_with_one_loop_whatever_the_length(capsys):
     assert result["nodes"][lengths[0]] == result["nodes"][lengths[1]]  # the scan is one node, not unrolled
     assert "for " in result["source"]
     assert "held-out loss" in capsys.readouterr().out
+
+
+def test_mle_student_t_fits_with_scipy_optimize_and_exact_gradients(capsys):
+    pytest.importorskip("scipy", reason="the example needs scipy (the [scipy] extra)")
+    out = _load("mle_student_t").main()
+    assert out["result"].success
+    assert out["nll"] <= out["scipy_nll"] + 1e-9  # at least as likely as SciPy's own (derivative-free) fit
+    est = out["estimate"]
+    assert abs(est["loc"] - 1.5) < 0.1 and abs(est["scale"] - 0.8) < 0.1 and abs(est["df"] - 4.0) < 1.5
+    assert "mean negative log-likelihood" in capsys.readouterr().out
