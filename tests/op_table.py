@@ -14,7 +14,7 @@ import numpy as np
 import dagrad as dg
 import dagrad.numpy as dnp
 from dagrad.ops.reduce import sum_to
-from dagrad.ops.shape import scatter_add
+from dagrad.ops.shape import scatter_add, scatter_along_axis
 
 
 @dataclass
@@ -297,6 +297,19 @@ case("gather", lambda x: dnp.take(x, np.array([[1], [0]]), axis=0), lambda x: np
      name="gather 2-d indices")
 case("scatter_add", lambda v: scatter_add(v, np.array([0, 2, 0]), 0, (3, 2)),
      lambda v: np.array([v[0] + v[2], np.zeros(2), v[1]]), (3, 2))
+_ALONG = np.array([[1, 0, 1], [2, 2, 0]])
+case("take_along_axis", lambda x: dnp.take_along_axis(x, _ALONG, 1), lambda x: np.take_along_axis(x, _ALONG, 1),
+     (2, 3))
+case("take_along_axis", lambda x: dnp.sort(x, axis=0), lambda x: np.sort(x, axis=0), (3, 4), name="sort(axis=0)")
+case("take_along_axis", lambda x: dnp.sort(x, axis=None), lambda x: np.sort(x, axis=None), (3, 2),
+     name="sort(axis=None)")
+case("take_along_axis", lambda x: dnp.partition(x, 2), lambda x: np.partition(x, 2), (2, 5), name="partition")
+case("scatter_along_axis", lambda v: scatter_along_axis(v, _ALONG, 1, (2, 3)),
+     lambda v: np.array([[v[0, 1], v[0, 0] + v[0, 2], 0.0], [v[1, 2], 0.0, v[1, 0] + v[1, 1]]]), (2, 3))
+case("argsort", lambda x: dnp.argsort(x), lambda x: np.argsort(x, kind="stable"), (2, 5), differentiable=False,
+     attrs={"axis": 1})
+case("argpartition", lambda x: dnp.argpartition(x, 1), lambda x: np.argpartition(x, 1), (2, 4),
+     differentiable=False, attrs={"kth": 1, "axis": 1})
 case("index_add", lambda v: dg.index_add(v, slice(1, 3), (4,)),
      lambda v: np.concatenate([[0.0], v, [0.0]]), (2,))
 case("index_add", lambda v: dg.index_add(v, np.array([0, 2, 0]), (3,)),

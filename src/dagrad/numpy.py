@@ -131,15 +131,19 @@ from .ops.linalg import diag, diagonal, dot, einsum, inner, matmul, outer, tenso
 from .ops.nn import log_softmax, logsumexp, softmax
 from .ops.reduce import amax, amin, argmax, argmin, cumsum, max, mean, min, prod, std, sum, var
 from .ops.shape import (
+    argpartition,
+    argsort,
     broadcast_to,
     concatenate,
     expand_dims,
     flip,
     moveaxis,
     pad,
+    partition,
     ravel,
     repeat,
     reshape,
+    sort,
     split,
     squeeze,
     stack,

@@ -10,7 +10,7 @@ from .._core.dtypes import first, promoted
 from .._core.op import apply, batch_broadcast, batch_loop, defop, public
 from .._core import batching
 from .._core.errors import user_error
-from .._core.shapes import SymbolicShape, as_index, is_sequence, normalize_axis
+from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
@@ -555,23 +555,126 @@ def expand(x, *sizes):
 
 def take_along_axis(x, indices, axis):
     """Values of `x` at `indices` along `axis`, as `np.take_along_axis` (PyTorch's `gather`); the
-    gradient adds up at repeated indices.
+    gradient adds up at repeated indices. The indices may be computed (`argsort` of a traced value).
 
     >>> take_along_axis(np.array([[10.0, 20.0], [30.0, 40.0]]), np.array([[1], [0]]), 1)
     array([[20.],
            [30.]])
     """
-    index = np.asarray(normalize_index(indices))
     shape = _shape(x)
-    if index.dtype.kind not in "iu" or index.ndim != len(shape):
-        raise user_error(ValueError if index.dtype.kind in "iu" else IndexError, "take_along_axis",
+    index = indices if isinstance(indices, Tensor) else np.asarray(normalize_index(indices))
+    if _dtype(index).kind not in "iu" or len(_shape(index)) != len(shape):
+        raise user_error(ValueError if _dtype(index).kind in "iu" else IndexError, "take_along_axis",
                          f"indices must be integers with as many dimensions as x ({len(shape)}), got shape "
-                         f"{index.shape} and dtype {index.dtype}", x)
+                         f"{tuple(_shape(index))} and dtype {_dtype(index)}", x)
     axis = normalize_axis_index(axis, len(shape), "take_along_axis", x)
-    if None in shape:
-        raise user_error(ValueError, "take_along_axis", "x needs known sizes in a static graph", x)
-    # NumPy's own construction: an open grid over the other axes, the indices on `axis`
-    return getitem(x, _along(index, shape, axis))
+    return apply(_take_along, (x, index), {"axis": axis})
+
+
+def _along_shape(x, indices, axis):
+    rest = broadcast_shapes(tuple(x[:axis]) + tuple(x[axis + 1:]), tuple(indices[:axis]) + tuple(indices[axis + 1:]))
+    return rest[:axis] + (indices[axis],) + rest[axis:]
+
+
+def _scatter_along_forward(g, indices, *source, axis, shape):
+    out = np.zeros(runtime_shape(shape, source), _dtype(g))
+    sizes = np.shape(g)
+    grid = list(_along(indices, sizes, axis))
+    for i, n in enumerate(out.shape):  # an axis x broadcast from size 1 gathers its one entry everywhere
+        if i != axis and n == 1 and sizes[i] != 1:
+            grid[i] = np.zeros_like(grid[i])
+    np.add.at(out, tuple(np.broadcast_arrays(*grid)), g)  # repeated indices add up
+    return out
+
+
+def scatter_along_axis(values, indices, axis, shape):
+    """Zeros of `shape` with `values` added at `indices` along `axis`: the adjoint of take_along_axis."""
+    source = shape_source(shape)
+    attrs = {"axis": axis, "shape": target_shape(shape, "scatter_along_axis", values)}
+    return apply(_scatter_along, (values, indices) if source is None else (values, indices, source), attrs)
+
+
+def _along_batch(op, values, batched, attrs):
+    """Both arrays get the batch axis (the same values for an unmapped one); the axis shifts by one."""
+    if len(values) > 2:  # sizes known only when a graph runs
+        return batch_loop(op, values, batched, attrs), True
+    size = next(_shape(v)[0] for v, b in zip(values, batched) if b)
+    values = [v if b else batch_broadcast(v, size) for v, b in zip(values, batched)]
+    extra = {"shape": (size, *attrs["shape"])} if "shape" in attrs else {}
+    return apply(op, tuple(values), {**attrs, "axis": attrs["axis"] + 1, **extra}), True
+
+
+_take_along = defop(
+    "take_along_axis",
+    lambda x, indices, axis: np.take_along_axis(x, indices, axis),
+    vjp=(lambda g, out, x, indices, axis: scatter_along_axis(g, indices, axis, _shape(x)), None),
+    jvp=(lambda t, out, x, indices, axis: apply(_take_along, (t, indices), {"axis": axis}), None),
+    shape=_along_shape,
+    dtype=first,
+    batch=_along_batch,
+)
+_scatter_along = defop(
+    "scatter_along_axis",
+    _scatter_along_forward,
+    vjp=(lambda g, out, v, indices, *source, axis, shape: apply(_take_along, (g, indices), {"axis": axis}), None),
+    jvp=(lambda t, out, v, indices, *source, axis, shape: scatter_along_axis(t, indices, axis, _shape(out)), None),
+    shape=lambda v, indices, *source, axis, shape: tuple(shape),
+    shape_source=True,
+    fresh=True,
+    dtype=first,
+    batch=_along_batch,
+)
+
+# the orders of sort and partition (no gradient: they are integers)
+_argsort = defop("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+                 shape=lambda shape, axis: tuple(shape), dtype=lambda x, axis: np.dtype(np.intp),
+                 batch=batching.over_axes)
+_argpartition = defop("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
+                      shape=lambda shape, kth, axis: tuple(shape), dtype=lambda x, kth, axis: np.dtype(np.intp),
+                      batch=batching.over_axes)
+
+
+def _flat_or(x, axis, op):
+    if axis is None:
+        return ravel(x), 0
+    return x, normalize_axis_index(axis, _ndim(x), op, x)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """`np.argsort`: the indices that sort `a` along `axis` (a stable sort: ties keep their order).
+
+    >>> argsort(np.array([3.0, 1.0, 2.0]))
+    array([1, 2, 0])
+    """
+    if order is not None:
+        raise user_error(ValueError, "argsort", "order= (fields of structured arrays) is not supported", a)
+    a, axis = _flat_or(a, axis, "argsort")
+    return apply(_argsort, (a,), {"axis": axis})
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """`np.sort`, differentiable: each value's gradient goes back to where it came from.
+
+    >>> sort(np.array([3.0, 1.0, 2.0]))
+    array([1., 2., 3.])
+    """
+    if order is not None:
+        raise user_error(ValueError, "sort", "order= (fields of structured arrays) is not supported", a)
+    a, axis = _flat_or(a, axis, "sort")
+    return apply(_take_along, (a, apply(_argsort, (a,), {"axis": axis})), {"axis": axis})
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """`np.argpartition`: indices that put the k-th element in its sorted place, smaller ones before."""
+    a, axis = _flat_or(a, axis, "argpartition")
+    kth = tuple(int(k) for k in np.atleast_1d(kth)) if np.ndim(kth) else int(kth)
+    return apply(_argpartition, (a,), {"kth": kth, "axis": axis})
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """`np.partition`, differentiable: `a` rearranged so the k-th element is where sorting would put it."""
+    a, axis = _flat_or(a, axis, "partition")
+    return apply(_take_along, (a, argpartition(a, kth, axis)), {"axis": axis})
 
 
 def _along(index, sizes, axis):
