@@ -18,7 +18,7 @@ LAYERS = [
     ("dagrad.transforms", 2), ("dagrad.control", 2), ("dagrad.remat", 2), ("dagrad.lax", 3), ("dagrad.compile", 2),
     ("dagrad.static", 3), ("dagrad.numpy", 3), ("dagrad.numpy_more", 3),
     ("dagrad.scipy", 3), ("dagrad.scipy.special", 3), ("dagrad.scipy.stats", 3), ("dagrad.linalg", 3),
-    ("dagrad.function", 3),
+    ("dagrad.function", 3), ("dagrad.custom", 3),
     ("dagrad.check", 3), ("dagrad.viz", 3), ("dagrad._methods", 3), ("dagrad._inplace", 3), ("dagrad.autograd", 3),
     ("dagrad.factories", 3), ("dagrad.torch_names", 3), ("dagrad.differential", 3),
     ("dagrad.nn", 4), ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4),

@@ -29,6 +29,7 @@ from .remat import checkpoint
 
 remat = checkpoint  # jax.remat
 from .function import Function, FunctionCtx
+from .custom import custom_jvp, custom_vjp, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from .static import (
     Graph, Session, Variable, assign, constant, get_default_graph, global_variables, global_variables_initializer,
     gradients, group, placeholder, reset_default_graph, trainable_variables,

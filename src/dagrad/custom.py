@@ -1,0 +1,436 @@
+"""Users' own primitives in the functional style: autograd's `primitive`/`defvjp`/`defjvp` and
+JAX's `custom_vjp`/`custom_jvp`.
+
+Each is an `Op` like every built-in one (declared here as `dg.Function` declares its ops: not
+registered by name, since users' names need not be unique), so eager calls, every transform,
+static graphs and `dg.compile` treat it as any other op. The op's forward calls the user's
+function on NumPy arrays; its rules call the user's rules, which receive Tensors whenever a
+graph of the gradient is recorded, so rules written with dagrad functions differentiate again.
+
+A rule given in one mode serves the other: a vjp is linear in its cotangent, so a tangent
+J t is the gradient over g of <J^T g, t>, and a cotangent J^T g is the gradient over t of
+<J t, g>. A function with no rule at all raises when it is differentiated, never a zero.
+
+Arguments and results may be pytrees (nested tuples, lists, dicts): the op's inputs are the
+leaves, and several output leaves are packed into one flat array (as function.py does) and
+unpacked by indexing.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ._core.errors import user_error
+from ._core.op import Op, apply
+from ._core.pytree import tree_flatten, tree_unflatten
+from ._core.shapes import dtype_of, shape_of
+from ._core.tensor import Tensor
+from .function import _check_output, _split
+from .ops.elementwise import astype, zeros_like
+from .ops.reduce import sum as reduce_sum
+from .ops.shape import concatenate, ravel
+from .transforms import grad as grad_of
+
+__all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "custom_vjp", "custom_jvp"]
+
+
+class _Call:
+    """One application: its static arguments, how to rebuild the arguments from the op's inputs,
+    and the structure of the output (set by forward)."""
+
+    __slots__ = ("kwargs", "static", "args_def", "treedef", "outputs")
+
+    def __init__(self, kwargs=None, static=None, args_def=None):
+        self.kwargs = kwargs or {}
+        self.static = static or {}  # position -> value of JAX's nondiff_argnums
+        self.args_def = args_def
+        self.treedef = None
+        self.outputs = None
+
+    def arguments(self, leaves):
+        """The user's positional arguments again, from the op's inputs (the leaves)."""
+        dynamic = tree_unflatten(self.args_def, leaves)
+        it = iter(dynamic)
+        return [self.static[k] if k in self.static else next(it) for k in range(len(dynamic) + len(self.static))]
+
+    def __repr__(self):
+        return "call"
+
+
+def _make_op(name, compute, vjp, jvp):
+    """An op computing `compute(values, call)` (a pytree of arrays) with the engine rules vjp, jvp."""
+
+    def forward(*values, call):
+        out = compute(values, call)
+        leaves, treedef = tree_flatten(out)
+        if not leaves:
+            raise user_error(TypeError, name, "returned an empty structure; return an array or a pytree of arrays")
+        for leaf in leaves:
+            _check_output(name, leaf)
+        call.treedef = treedef
+        if treedef is None:
+            return out
+        arrays = [np.asarray(leaf) for leaf in leaves]
+        call.outputs = [(a.shape, a.dtype) for a in arrays]
+        dtype = np.result_type(*arrays)
+        return np.concatenate([a.astype(dtype, copy=False).ravel() for a in arrays])
+
+    def shape(*shapes, call):
+        # forward on stand-ins of two sizes: a size that changes with the unknown sizes is unknown
+        results = []
+        for size in (2, 3):
+            stand_ins = [None if s is None else np.ones(tuple(size if n is None else n for n in s)) for s in shapes]
+            with np.errstate(all="ignore"):
+                results.append(np.shape(forward(*stand_ins, call=call)))
+        return tuple(None if m != n else m for m, n in zip(*results))
+
+    return Op(name, forward, vjp, jvp, shape, True)
+
+
+def _unpacked(packed, call):
+    """The user's view of an output-shaped value (the output, a cotangent): a pytree when forward returned one."""
+    if call.treedef is None:
+        return packed
+    parts = [p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype)
+             for p, (_, dtype) in zip(_split(packed, call.outputs), call.outputs)]
+    return tree_unflatten(call.treedef, parts)
+
+
+def _packed(tree, call, name):
+    """The engine's view of an output-shaped pytree the user's rule returned (a tangent)."""
+    if call.treedef is None:
+        return tree
+    leaves, treedef = tree_flatten(tree)
+    if len(leaves) != len(call.outputs):
+        raise user_error(ValueError, name, f"a tangent rule returned {len(leaves)} leaves for an output with "
+                         f"{len(call.outputs)}")
+    return concatenate([ravel(np.zeros(s) if t is None else t) for t, (s, _) in zip(leaves, call.outputs)])
+
+
+def _result(op, leaves, call):
+    out = apply(op, tuple(leaves), {"call": call})
+    if call.treedef is not None and None in shape_of(out):
+        raise user_error(TypeError, op.name, "a function with several outputs needs known sizes in a static graph "
+                         "(its outputs are unpacked by position)", *[a for a in leaves if isinstance(a, Tensor)])
+    return _unpacked(out, call)
+
+
+def _name(f):
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _missing(name, what, k=None):
+    arg = "" if k is None else f" with respect to argument {k}"
+    return user_error(NotImplementedError, name, f"is differentiated{arg}, but has no {what}")
+
+
+def _float_zeros(x):
+    z = zeros_like(x)
+    return z if dtype_of(z).kind == "f" else astype(z, np.float64)
+
+
+# ---------------------------------------------------------------- autograd's style
+
+
+class primitive:
+    """autograd's `primitive`: `f` computes on NumPy arrays; the result is a function dagrad
+    differentiates with the rules given by `defvjp` / `defjvp`.
+
+    >>> import dagrad as dg, numpy as np
+    >>> logsumexp = dg.primitive(lambda x: np.log(np.sum(np.exp(x))))
+    >>> dg.defvjp(logsumexp, lambda ans, x: lambda g: g * np.exp(x - ans))
+    >>> dg.grad(logsumexp)(np.zeros(2))
+    array([0.5, 0.5])
+    """
+
+    def __init__(self, f):
+        if not callable(f):
+            raise user_error(TypeError, "primitive", f"takes a function, not a {type(f).__name__}")
+        functools.update_wrapper(self, f)
+        self.fun = f
+        self.vjps = {}  # argument number -> maker(ans, *args, **kwargs) -> (g -> cotangent), or None
+        self.jvps = {}  # argument number -> jvp(g, ans, *args, **kwargs), or None
+        self._ops = {}  # one op per number of arguments (each has one rule per argument)
+
+    def __call__(self, *args, **kwargs):
+        op = self._ops.get(len(args))
+        if op is None:
+            op = self._ops[len(args)] = self._make(len(args))
+        return _result(op, args, _Call(kwargs))
+
+    def _make(self, n):
+        name = _name(self.fun)
+        return _make_op(name, lambda values, call: self.fun(*values, **call.kwargs),
+                        tuple(functools.partial(self._vjp, k) for k in range(n)),
+                        tuple(functools.partial(self._jvp, k) for k in range(n)))
+
+    def _vjp(self, k, g, out, *inputs, call):
+        if k in self.vjps:
+            maker = self.vjps[k]
+            if maker is None:  # the engine takes a rule's None for a bug: a zero, as autograd gives
+                return _float_zeros(inputs[k])
+            return maker(_unpacked(out, call), *inputs, **call.kwargs)(_unpacked(g, call))
+        if k not in self.jvps:
+            raise _missing(_name(self.fun), "vjp (dg.defvjp) nor jvp (dg.defjvp)", k)
+        if self.jvps[k] is None:
+            return _float_zeros(inputs[k])
+        # the cotangent J^T g is the gradient over t of <J t, g>
+        return grad_of(lambda t: reduce_sum(self._jvp(k, t, out, *inputs, call=call) * g))(_float_zeros(inputs[k]))
+
+    def _jvp(self, k, t, out, *inputs, call):
+        if k in self.jvps:
+            rule = self.jvps[k]
+            if rule is None:
+                return _float_zeros(out)
+            return _packed(rule(t, _unpacked(out, call), *inputs, **call.kwargs), call, _name(self.fun))
+        if k not in self.vjps:
+            raise _missing(_name(self.fun), "jvp (dg.defjvp) nor vjp (dg.defvjp)", k)
+        if self.vjps[k] is None:
+            return _float_zeros(out)
+        # the tangent J t is the gradient over g of <J^T g, t>
+        return grad_of(lambda g: reduce_sum(self._vjp(k, g, out, *inputs, call=call) * t))(_float_zeros(out))
+
+    def __repr__(self):
+        return f"<dagrad primitive {_name(self.fun)}>"
+
+
+def _checked_primitive(prim, where):
+    if not isinstance(prim, primitive):
+        raise user_error(TypeError, where, f"takes a function made by dg.primitive, not a {type(prim).__name__}")
+
+
+def _rules(where, rules, argnums):
+    argnums = range(len(rules)) if argnums is None else argnums
+    if len(argnums) != len(rules):
+        raise user_error(ValueError, where, f"got {len(rules)} rule(s) for argnums {tuple(argnums)}")
+    for rule in rules:
+        if rule is not None and not callable(rule):
+            raise user_error(TypeError, where, f"a rule is a function or None, not a {type(rule).__name__}")
+    return dict(zip(argnums, rules))
+
+
+def defvjp(prim, *makers, argnums=None):
+    """autograd's `defvjp`: one maker per argument, `make(ans, *args, **kwargs) -> (g -> cotangent)`;
+    None for an argument without a gradient (zeros, as in autograd). An argument without a maker (nor a
+    `defjvp` rule) raises when differentiated.
+
+    >>> import dagrad as dg, numpy as np
+    >>> mul = dg.primitive(lambda x, y: x * y)
+    >>> dg.defvjp(mul, lambda ans, x, y: lambda g: g * y, lambda ans, x, y: lambda g: g * x)
+    >>> float(dg.grad(mul, argnums=1)(3.0, 4.0))
+    3.0
+    """
+    _checked_primitive(prim, "defvjp")
+    prim.vjps.update(_rules("defvjp", makers, argnums))
+
+
+def defjvp(prim, *rules, argnums=None):
+    """autograd's `defjvp`: one rule per argument, `jvp(g, ans, *args, **kwargs)` -> the output's
+    tangent for the argument's tangent `g`; None for an argument without a derivative (zeros).
+
+    >>> import dagrad as dg, numpy as np
+    >>> sin = dg.primitive(np.sin)
+    >>> dg.defjvp(sin, lambda g, ans, x: g * dg.numpy.cos(x))
+    >>> float(dg.grad(sin)(0.0))  # reverse mode from the jvp rule
+    1.0
+    """
+    _checked_primitive(prim, "defjvp")
+    prim.jvps.update(_rules("defjvp", rules, argnums))
+
+
+class _ArgnumRule(dict):
+    """Every argument number, each mapped to a rule that passes the number on."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __contains__(self, k):
+        return True
+
+    def __missing__(self, k):
+        return functools.partial(self.make, k)
+
+
+def defvjp_argnum(prim, maker):
+    """autograd's `defvjp_argnum`: `maker(argnum, ans, args, kwargs) -> (g -> cotangent)` for every argument.
+
+    >>> import dagrad as dg, numpy as np
+    >>> total = dg.primitive(lambda *xs: sum(xs))
+    >>> dg.defvjp_argnum(total, lambda k, ans, args, kwargs: lambda g: g)
+    >>> float(dg.grad(total, argnums=2)(1.0, 2.0, 3.0))
+    1.0
+    """
+    _checked_primitive(prim, "defvjp_argnum")
+    prim.vjps = _ArgnumRule(lambda k, ans, *args, **kwargs: maker(k, ans, args, kwargs))
+
+
+def defjvp_argnum(prim, rule):
+    """autograd's `defjvp_argnum`: `rule(argnum, g, ans, args, kwargs)` -> the output's tangent.
+
+    >>> import dagrad as dg, numpy as np
+    >>> total = dg.primitive(lambda *xs: sum(xs))
+    >>> dg.defjvp_argnum(total, lambda k, g, ans, args, kwargs: g)
+    >>> float(dg.jvp(total, (1.0, 2.0), (1.0, 1.0))[1])
+    2.0
+    """
+    _checked_primitive(prim, "defjvp_argnum")
+    prim.jvps = _ArgnumRule(lambda k, g, ans, *args, **kwargs: rule(k, g, ans, args, kwargs))
+
+
+# ---------------------------------------------------------------- JAX's style
+
+
+class _Custom:
+    """What custom_vjp and custom_jvp share: the op over the leaves of the differentiable arguments."""
+
+    def __init__(self, fun, nondiff_argnums, where):
+        if not callable(fun):
+            raise user_error(TypeError, where, f"takes a function, not a {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        self.op = _make_op(_name(fun), lambda values, call: fun(*call.arguments(values)), self._vjp, self._jvp)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise user_error(TypeError, _name(self.fun), "takes positional arguments only (as JAX's custom rules: "
+                             "bind keyword arguments with functools.partial)")
+        for k in self.nondiff_argnums:
+            if not -len(args) <= k < len(args):
+                raise user_error(ValueError, _name(self.fun), f"nondiff_argnums holds {k}, but it was called with "
+                                 f"{len(args)} argument(s)")
+        static = {k % len(args): args[k] for k in self.nondiff_argnums}
+        leaves, args_def = tree_flatten([a for k, a in enumerate(args) if k not in static])
+        return _result(self.op, leaves, _Call(static=static, args_def=args_def))
+
+    def _split_arguments(self, leaves, call):
+        """(the nondiff arguments, the differentiable ones) in order."""
+        args = call.arguments(leaves)
+        static = [args[k] for k in sorted(call.static)]
+        return static, [a for k, a in enumerate(args) if k not in call.static]
+
+
+class custom_vjp(_Custom):
+    """JAX's `custom_vjp`: `f.defvjp(fwd, bwd)` gives `f` its reverse-mode rule; `fwd(*args)` returns
+    `(out, residuals)` and `bwd(*nondiff_args, residuals, g)` a tuple with one cotangent (pytree, or
+    None for zero) per differentiable argument. `fwd` runs again in the backward pass (the residuals
+    are recomputed there, so they are graph values and higher order works). Forward mode is derived.
+
+    >>> import dagrad as dg, numpy as np
+    >>> @dg.custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (dg.numpy.clip(g, -1.0, 1.0),))
+    >>> float(dg.grad(lambda x: 5.0 * clip_gradient(x))(2.0))
+    1.0
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums, "custom_vjp")
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        """Sets the rule: `fwd(*args) -> (out, residuals)`, `bwd(*nondiff_args, residuals, g) -> cotangents`."""
+        if not (callable(fwd) and callable(bwd)):
+            raise user_error(TypeError, f"{_name(self.fun)}.defvjp", "takes two functions, fwd and bwd")
+        self.fwd, self.bwd = fwd, bwd
+
+    def _vjp(self, g, out, *leaves, call):
+        name = _name(self.fun)
+        if self.bwd is None:
+            raise _missing(name, "rule (f.defvjp(fwd, bwd))")
+        static, dynamic = self._split_arguments(leaves, call)
+        fwd_out = self.fwd(*call.arguments(leaves))
+        if not (isinstance(fwd_out, tuple) and len(fwd_out) == 2):
+            raise user_error(TypeError, f"{name} fwd", "returns a pair (output, residuals)")
+        cts = self.bwd(*static, fwd_out[1], _unpacked(g, call))
+        if not isinstance(cts, (tuple, list)) or len(cts) != len(dynamic):
+            got = len(cts) if isinstance(cts, (tuple, list)) else f"a {type(cts).__name__}"
+            raise user_error(ValueError, f"{name} bwd", f"returns a tuple with one cotangent per differentiable "
+                             f"argument ({len(dynamic)}), not {got}")
+        flat = []
+        for k, (ct, arg) in enumerate(zip(cts, dynamic)):
+            arg_leaves = tree_flatten(arg)[0]
+            ct_leaves = [None] * len(arg_leaves) if ct is None else tree_flatten(ct)[0]
+            if len(ct_leaves) != len(arg_leaves):
+                raise user_error(ValueError, f"{name} bwd", f"cotangent {k} has {len(ct_leaves)} leaves, its argument "
+                                 f"{len(arg_leaves)}")
+            for c, a in zip(ct_leaves, arg_leaves):
+                if c is not None and shape_of(c) != shape_of(a):
+                    raise user_error(ValueError, f"{name} bwd", f"cotangent {k} has shape {tuple(shape_of(c))}, its "
+                                     f"argument {tuple(shape_of(a))}")
+            flat.extend(ct_leaves)
+        return tuple(flat)
+
+    def _jvp(self, tangents, out, *leaves, call):
+        # J t as the gradient over g of <J^T g, t>
+        def inner(g):
+            total = 0.0
+            for ct, t in zip(self._vjp(g, out, *leaves, call=call), tangents):
+                if ct is not None and t is not None:
+                    total = total + reduce_sum(ct * t)
+            return total
+
+        return grad_of(inner)(_float_zeros(out))
+
+
+class custom_jvp(_Custom):
+    """JAX's `custom_jvp`: `f.defjvp(rule)` gives `f` its forward-mode rule, `rule(*nondiff_args,
+    primals, tangents) -> (primal_out, tangent_out)` (primals and tangents: tuples of the
+    differentiable arguments). Reverse mode is derived from it (write the tangent with dagrad functions).
+
+    >>> import dagrad as dg, numpy as np
+    >>> @dg.custom_jvp
+    ... def log1pexp(x):
+    ...     return np.log1p(np.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), t * (1 - 1 / (1 + dg.numpy.exp(x)))
+    >>> float(dg.grad(log1pexp)(100.0))
+    1.0
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums, "custom_jvp")
+        self.rule = None
+
+    def defjvp(self, rule):
+        """Sets the rule `rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`; returns it."""
+        if not callable(rule):
+            raise user_error(TypeError, f"{_name(self.fun)}.defjvp", "takes a function")
+        self.rule = rule
+        return rule
+
+    def _jvp(self, tangents, out, *leaves, call):
+        name = _name(self.fun)
+        if self.rule is None:
+            raise _missing(name, "rule (f.defjvp(rule))")
+        tangents = [_float_zeros(x) if t is None else t for t, x in zip(tangents, leaves)]
+        static, primals = self._split_arguments(leaves, call)
+        _, tangent_trees = self._split_arguments(tangents, call)
+        result = self.rule(*static, tuple(primals), tuple(tangent_trees))
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise user_error(TypeError, f"{name} jvp rule", "returns a pair (primal_out, tangent_out)")
+        return _packed(result[1], call, name)
+
+    def _vjp(self, g, out, *leaves, call):
+        # J^T g as the gradient over the tangents of <J t, g>
+        floating = [k for k, x in enumerate(leaves) if dtype_of(x).kind == "f"]
+        if not floating:
+            return (None,) * len(leaves)
+
+        def inner(*ts):
+            tangents = [None] * len(leaves)
+            for k, t in zip(floating, ts):
+                tangents[k] = t
+            return reduce_sum(self._jvp(tangents, out, *leaves, call=call) * g)
+
+        grads = grad_of(inner, argnums=tuple(range(len(floating))))(*[zeros_like(leaves[k]) for k in floating])
+        cts = [None] * len(leaves)
+        for k, ct in zip(floating, grads):
+            cts[k] = ct
+        return tuple(cts)
