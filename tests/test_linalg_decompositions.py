@@ -141,6 +141,23 @@ def test_eigh_gradient_is_symmetric_and_reads_one_triangle():
     np.testing.assert_allclose(dla.eigh(upper, UPLO="U").eigenvalues, np.linalg.eigvalsh(sym), atol=1e-12)
 
 
+def test_eigh_modes_agree_on_an_unsymmetric_input():
+    # both read the symmetric part of the tangent: the reverse- and forward-mode Jacobians agree
+    a = np.random.default_rng(6).standard_normal((3, 3))
+    for part in ("eigenvalues", "eigenvectors"):
+        def f(x, part=part):
+            return getattr(dla.eigh(x), part)
+
+        np.testing.assert_allclose(dg.jacobian(f)(a), dg.jacfwd(f)(a), atol=1e-12)
+
+
+def test_logabsdet_gradient_at_a_singular_matrix_raises():
+    # log|det| is -inf there and has no gradient (JAX and PyTorch give inf/nan): a clear error instead
+    line = _here()
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix") as info: dg.grad(lambda x: dla.slogdet(x)[1])(SINGULAR[0])  # noqa: E501,E701
+    assert line in str(info.value), str(info.value)
+
+
 # -- pinv
 def test_pinv_gradient_at_repeated_singular_values_is_finite():
     # an SVD composite would give nan here; Golub and Pereyra's rule does not

@@ -1270,7 +1270,8 @@ _pinv = defop("pinv", _pinv_forward, vjp=(_pinv_vjp,), jvp=(_pinv_jvp,),
 def pinv(a, rcond=None, hermitian=False):
     """Moore-Penrose pseudo-inverse of a real matrix or stack (..., m, n), as `np.linalg.pinv`
     (singular values below `rcond` times the largest are taken as zero). The derivative is
-    Golub and Pereyra's, correct where the rank does not change nearby (as JAX's).
+    Golub and Pereyra's, correct where the rank does not change nearby (as JAX's), and
+    finite for repeated singular values. `hermitian` is accepted; the general algorithm is used.
 
     >>> pinv(np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
     array([[1. , 0. , 0. ],
