@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dagrad import linalg as dla
+from dagrad.ops import linalg as dla_ops
 from dagrad.ops.linalg import diag, diagonal, dot, einsum, inner, outer, tensordot, trace, vdot
 from op_table import case
 
@@ -179,3 +180,71 @@ case("l2_norm", lambda x: dla.norm(x, axis=_I(-1)), lambda x: np.linalg.norm(x, 
      name="norm(axis=np.int64(-1))")
 case("abs", lambda x: dla.norm(x, ord=1, axis=(_I(1), np.intp(0))), lambda x: np.linalg.norm(x, ord=1, axis=(1, 0)),
      (2, 3), name="norm(ord=1, np.int64 axis pair)")
+
+# -- decompositions: outputs that are unique although singular vectors' signs are not
+# (s, |U|, rank-one terms u_i v_i^T, U @ diag(s) @ Vh, projections, eigenvalues, Q @ R)
+_L = np.linalg
+
+
+def _rank1(u, vh, i=0):
+    return u[..., :, i:i + 1] * vh[..., i:i + 1, :]
+
+
+def _tsvd(a):
+    return _torch().linalg.svd(a, full_matrices=False)
+
+
+for _shape in [(3, 3), (4, 3), (3, 4), (2, 4, 3), (2, 1, 3, 2)]:
+    case("svd_s", lambda a: dla.svd(a, compute_uv=False), lambda a: _L.svd(a, compute_uv=False), _shape,
+         name=f"svd{_shape}.S", torch_ref=lambda a: _torch().linalg.svdvals(a))
+    case("svd_u", lambda a: abs(dla.svd(a, full_matrices=False).U), lambda a: abs(_L.svd(a, full_matrices=False).U),
+         _shape, name=f"svd{_shape} |U|", torch_ref=lambda a: _tsvd(a).U.abs())
+    case("svd_vt", lambda a: abs(dla.svd(a, full_matrices=False).Vh),
+         lambda a: abs(_L.svd(a, full_matrices=False).Vh), _shape, name=f"svd{_shape} |Vh|",
+         torch_ref=lambda a: _tsvd(a).Vh.abs())
+    case("svd_u", lambda a: _rank1(*dla.svd(a, full_matrices=False)[::2], 1),
+         lambda a: _rank1(*_L.svd(a, full_matrices=False)[::2], 1), _shape, name=f"svd{_shape} u_1 v_1^T",
+         torch_ref=lambda a: _rank1(_tsvd(a).U, _tsvd(a).Vh, 1))
+case("svd_u", lambda a: (lambda r: r.U @ (r.S[..., None] * r.Vh))(dla.svd(a)),
+     lambda a: (lambda r: r.U @ (r.S[..., None] * r.Vh))(_L.svd(a)), (2, 3, 3), name="svd U @ diag(S) @ Vh")
+case("svd_u", lambda a: (lambda u: u @ u.swapaxes(-1, -2))(dla.svd(a, full_matrices=False).U),
+     lambda a: (lambda u: u @ u.swapaxes(-1, -2))(_L.svd(a, full_matrices=False).U), (4, 2), name="svd U U^T")
+
+for _shape, _uplo in [((3, 3), "L"), ((2, 3, 3), "L"), ((3, 3), "U"), ((1, 1), "L")]:
+    case("eigh_w", lambda a, u=_uplo: dla.eigh(_spd(a), u).eigenvalues,
+         lambda a, u=_uplo: _L.eigh(_spd(a), u).eigenvalues, _shape, low=-1.0, high=1.0,
+         name=f"eigh{_shape} UPLO={_uplo} eigenvalues",
+         torch_ref=lambda a: _torch().linalg.eigvalsh(_tspd(a)))
+    case("eigh_v", lambda a, u=_uplo: abs(dla.eigh(_spd(a), u).eigenvectors),
+         lambda a, u=_uplo: abs(_L.eigh(_spd(a), u).eigenvectors), _shape, low=-1.0, high=1.0,
+         name=f"eigh{_shape} UPLO={_uplo} |eigenvectors|",
+         torch_ref=lambda a: _torch().linalg.eigh(_tspd(a)).eigenvectors.abs())
+
+for _shape in [(3, 3), (4, 3), (2, 4, 2), (3, 5)]:
+    case("qr_q", lambda a: dla.qr(a).Q, lambda a: _L.qr(a).Q, _shape, name=f"qr{_shape}.Q",
+         torch_ref=lambda a: _torch().linalg.qr(a).Q)
+    case("qr_r", lambda a: dla.qr(a).R, lambda a: _L.qr(a).R, _shape, name=f"qr{_shape}.R",
+         torch_ref=lambda a: _torch().linalg.qr(a).R)
+case("qr_r", lambda a: dla.qr(a, mode="r"), lambda a: _L.qr(a, mode="r"), (4, 3), name="qr mode='r'")
+
+for _shape, _kw in [((3, 3), {}), ((4, 3), {}), ((2, 3, 4), {}), ((3, 2), {"rcond": 1e-3})]:
+    case("pinv", lambda a, kw=_kw: dla.pinv(a, **kw), lambda a, kw=_kw: _L.pinv(a, **kw), _shape,
+         name=f"pinv{_shape} {_kw}", torch_ref=lambda a: _torch().linalg.pinv(a))
+
+for _shape, _n in [((3, 3), 1), ((3, 3), 2), ((2, 3, 3), 5), ((3, 3), -2), ((3, 3), 0)]:
+    case("matmul" if _n > 0 else "inv" if _n < 0 else "add",
+         lambda a, n=_n: dla.matrix_power(_shift(a), n), lambda a, n=_n: _L.matrix_power(_shift(a), n), _shape,
+         low=-1.0, high=1.0, name=f"matrix_power{_shape} n={_n}",
+         torch_ref=lambda a, n=_n: _torch().linalg.matrix_power(_tshift(a), n))
+
+for _shape, _kw in [((3, 4), {"ord": 2}), ((3, 4), {"ord": -2}), ((4, 3), {"ord": "nuc"}),
+                    ((2, 3, 4), {"ord": 2, "axis": (2, 0), "keepdims": True}),
+                    ((2, 3, 4), {"ord": "nuc", "axis": (1, 2)})]:
+    _tkw = {{"axis": "dim", "keepdims": "keepdim"}.get(k, k): v for k, v in _kw.items()}
+    case("svd_s", lambda x, kw=_kw: dla.norm(x, **kw), lambda x, kw=_kw: _L.norm(x, **kw), _shape,
+         name=f"norm{_shape} {_kw}", torch_ref=lambda x, kw=_tkw: _torch().linalg.norm(x, **kw))
+
+# det's derivative, the cofactor matrix adj(A)^T, is an op of its own (computed through the SVD)
+case("cofactor", lambda a: dla_ops._cofactor.function(_shift(a)),
+     lambda a: _L.det(_shift(a))[..., None, None] * _L.inv(_shift(a)).swapaxes(-1, -2), (2, 3, 3), low=-1.0,
+     high=1.0, name="cofactor(2, 3, 3)")

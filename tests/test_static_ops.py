@@ -82,6 +82,12 @@ LIMITS = {
        if (i.startswith(("trace", "diagonal", "Tensor.trace")) or i.startswith("diag(3, 4)"))
        and "'axis1': 1, 'axis2': 2" not in i},
     "tril((3, 4),)": "the triangle mask needs the sizes of the last two axes",
+    **{i: "qr needs the matrix sizes (a wide matrix is factored differently)" for i in IDS
+       if i.startswith(("qr(3, 3)", "qr(4, 3)", "qr(3, 5)", "qr mode"))},
+    **{i: "the derivatives of singular vectors need the matrix sizes" for i in IDS
+       if i.startswith(("svd(3, 3) ", "svd(4, 3) ", "svd(3, 4) ", "svd U U^T"))},
+    "eigh(1, 1) UPLO=L |eigenvectors|": "the row's symmetrisation of a (None, 1) matrix is (None, None): the "
+                                        "eigenvectors' derivative needs known sizes",
 }
 
 

@@ -1,9 +1,11 @@
 """`dagrad.linalg`: NumPy's `numpy.linalg` functions on dagrad values, with gradients.
 
 Each works on a matrix or a stack of matrices (..., n, n) and follows NumPy's semantics
-(`solve` with NumPy 2's rule: `b` is a vector only when it is 1-D). Derivatives follow
-PyTorch's conventions: `cholesky` gives the symmetric gradient, `norm` has gradient 0 at
-x == 0, and `slogdet`'s sign has no gradient.
+(`solve` with NumPy 2's rule: `b` is a vector only when it is 1-D), for real matrices.
+Derivatives follow PyTorch's and JAX's conventions: `cholesky` and `eigh` give the symmetric
+gradient, `norm` has gradient 0 at x == 0, `slogdet`'s sign has no gradient, `det`'s
+gradient at a singular matrix comes from the SVD, and the derivatives of singular vectors
+(eigenvectors) are inf/nan where singular values (eigenvalues) repeat.
 
 >>> import numpy as np
 >>> from dagrad import linalg
@@ -13,6 +15,6 @@ array([0.5 , 0.25])
 
 from __future__ import annotations
 
-from .ops.linalg import cholesky, det, inv, norm, slogdet, solve
+from .ops.linalg import cholesky, det, eigh, inv, matrix_power, norm, pinv, qr, slogdet, solve, svd
 
-__all__ = ["cholesky", "det", "inv", "norm", "slogdet", "solve"]
+__all__ = ["cholesky", "det", "eigh", "inv", "matrix_power", "norm", "pinv", "qr", "slogdet", "solve", "svd"]

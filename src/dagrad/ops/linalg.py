@@ -1,7 +1,9 @@
 """Linear algebra: products, einsum, diagonals and `numpy.linalg`.
 
-Primitives with their own rules: matmul, einsum, inv, det, logabsdet (and slogdet's
-sign, without a gradient), solve, cholesky and l2_norm (the 2-norm / Frobenius norm).
+Primitives with their own rules: matmul, einsum, inv, det (and its derivative, cofactor),
+logabsdet (and slogdet's sign, without a gradient), solve, cholesky, l2_norm (the 2-norm /
+Frobenius norm), one op per output of svd (svd_u, svd_s, svd_vt), eigh (eigh_w, eigh_v) and qr
+(qr_q, qr_r), and pinv.
 Everything else here is a composite of primitives and is differentiated through them.
 """
 
@@ -24,7 +26,8 @@ from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
 from .elementwise import abs, astype, equal, multiply, not_equal, power, where
 from .reduce import max, min, sum
-from .shape import as_array, broadcast_to, expand_dims, getitem, index_add, reshape, squeeze, swapaxes, transpose
+from .shape import as_array, broadcast_to, concatenate, expand_dims, getitem, index_add, reshape, squeeze, swapaxes
+from .shape import transpose
 
 
 def _matmul_shape(a, b):
@@ -600,13 +603,40 @@ def inv(a):
     return apply(_inv, (a,))
 
 
-# det and logabsdet use A^-1, so their derivatives at a singular matrix raise LinAlgError
-# (PyTorch falls back on an SVD there; dagrad has no SVD yet)
+# det's derivative is the cofactor matrix adj(A)^T, its own op computed through the SVD
+# (PyTorch's method): adj(A)^T = det(U) det(V) U diag(prod_{j != i} s_j) V^T holds for singular
+# matrices too, where det A^-T cannot be formed. The cofactor's own derivative uses A^-1, so a
+# second derivative of det at a singular matrix raises LinAlgError. logabsdet's gradient A^-T
+# does not exist at a singular matrix (log|det| = -inf there) and raises LinAlgError.
+def _cofactor_forward(a):
+    u, s, vt = np.linalg.svd(a)
+    ones = np.ones_like(s[..., :1])
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)  # prod_{j < i} s_j
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]  # prod_{j > i} s_j
+    sign = np.linalg.det(u) * np.linalg.det(vt)  # +-1
+    return (u * (before * after * sign[..., None])[..., None, :]) @ vt
+
+
+def _cofactor_vjp(g, out, a):
+    # C = det(A) A^-T; dC = tr(A^-1 dA) C - C dA^T A^-T
+    a_inv_t = _mT(inv(a))
+    return _as_matrix_scale(_trace_last2(g * out)) * a_inv_t - matmul(a_inv_t, matmul(_mT(g), out))
+
+
+def _cofactor_jvp(t, out, a):
+    a_inv = inv(a)
+    return _as_matrix_scale(_trace_last2(_mT(a_inv) * t)) * out - matmul(out, matmul(_mT(t), _mT(a_inv)))
+
+
+_cofactor = defop("cofactor", _cofactor_forward, vjp=(_cofactor_vjp,), jvp=(_cofactor_jvp,), shape=_same_shape,
+                  dtype=_linalg_dtype, batch=batching.stacked)
+
+
 _det = defop(
     "det",
     np.linalg.det,
-    vjp=(lambda g, out, a: _as_matrix_scale(g * out) * _mT(inv(a)),),  # g det A^-T
-    jvp=(lambda t, out, a: out * _trace_last2(_mT(inv(a)) * t),),  # det tr(A^-1 t)
+    vjp=(lambda g, out, a: _as_matrix_scale(g) * apply(_cofactor, (a,)),),  # g adj(A)^T
+    jvp=(lambda t, out, a: _trace_last2(apply(_cofactor, (a,)) * t),),  # tr(adj(A) t)
     shape=_batch_shape,
     dtype=_linalg_dtype,
     batch=batching.stacked,
@@ -840,8 +870,10 @@ def _matrix_norm(x, ord, row, col, keepdims):
     if ord is None or ord in ("fro", "f"):
         return _l2(x, tuple(sorted((row, col))), keepdims)
     if ord in (2, -2, "nuc"):
-        raise user_error(NotImplementedError, "linalg.norm", f"ord={ord!r} for matrices needs singular values, which "
-                         "dagrad does not have yet", x)
+        rest = [i for i in range(len(_shape(x))) if i not in (row, col)]
+        s = apply(_svd_s, (transpose(x, rest + [row, col]),))
+        out = sum(s, axis=-1) if ord == "nuc" else getitem(s, (Ellipsis, 0 if ord == 2 else -1))
+        return expand_dims(out, (row, col)) if keepdims else out
     if ord in (1, -1):
         inner_axis, outer_axis = row, col  # the largest (smallest) column sum
     elif ord in (np.inf, -np.inf):
@@ -861,7 +893,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
     Vector norms (`axis` an int, or a 1-D `x`): 2 (default), 1, inf, -inf, 0 and any other
     p. Matrix norms (`axis` a pair, or a 2-D `x` with `ord` given): 'fro' (default), 1, -1,
-    inf, -inf; 2, -2 and 'nuc' need an SVD and raise NotImplementedError. With `ord=None`
+    inf, -inf, and through the singular values 2, -2 (largest, smallest) and 'nuc' (their sum). With `ord=None`
     and `axis=None` it is the 2-norm of the flattened array. The gradient of a norm at
     x == 0 is 0 (PyTorch's choice of subgradient).
 
@@ -888,3 +920,397 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if len(axes) == 1:
         return _vector_norm(x, ord, axes, keepdims)
     return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
+
+
+# ---------------------------------------------------------------- decompositions (real matrices)
+# Each output of a decomposition is its own single-output op (the IR's ops have one output, as
+# for slogdet); each runs the LAPACK routine again, which costs time, not correctness. A rule
+# for one output is the full rule with the other outputs' cotangents (tangents) zero, so a
+# function of the singular values alone never meets the 1/(s_j^2 - s_i^2) terms.
+#
+# Degenerate spectra, as in JAX and PyTorch: the derivatives of U and V (svd) and of the
+# eigenvectors (eigh) divide by s_j^2 - s_i^2 (w_j - w_i), so with repeated singular values
+# (eigenvalues) they are inf or nan; those of s and w alone stay finite. For a tall or wide
+# matrix, U's (V's) derivative also divides by s, so a rank-deficient one gives inf/nan too.
+def _known(n, like):
+    if n is None:
+        raise user_error(ValueError, "linalg", "a decomposition's derivative needs the matrix sizes known (a static "
+                         f"graph has shape {tuple(_shape(like))})", like)
+    return n
+
+
+def _eye(n, like):
+    return np.eye(_known(n, like), dtype=_dtype(like))
+
+
+def _diag_mul(m, d):
+    """m @ diag(d) for a stack: column j of m scaled by d[..., j]."""
+    return m * expand_dims(d, -2)
+
+
+def _gap_reciprocal(vals, squared):
+    """F[i, j] = 1 / (v_j - v_i) (of the squares if `squared`), 0 on the diagonal (JAX's construction:
+    equal values off the diagonal give inf, which the caller's products turn into inf or nan)."""
+    if squared:
+        vals = vals * vals
+    eye = _eye(_shape(vals)[-1], vals)
+    return 1 / (expand_dims(vals, -2) - expand_dims(vals, -1) + eye) - eye
+
+
+def _svd_dims(shape, full_matrices):
+    m, n = shape[-2], shape[-1]
+    k = None if m is None or n is None else builtins.min(m, n)
+    return m, n, k, (m if full_matrices else k), (n if full_matrices else k)
+
+
+def _svd_factors(a):
+    return (apply(_svd_u, (a,), {"full_matrices": False}), apply(_svd_s, (a,)),
+            apply(_svd_vt, (a,), {"full_matrices": False}))
+
+
+def _svd_no_full(a, full_matrices):
+    m, n = _shape(a)[-2:]
+    if full_matrices and m != n:
+        raise user_error(NotImplementedError, "linalg.svd", f"no derivative of U and Vh with full_matrices=True for a "
+                         f"non-square matrix of shape {tuple(_shape(a))} (their extra columns are not unique); use "
+                         "full_matrices=False", a)
+
+
+def _svd_u_vjp(g, out, a, full_matrices):
+    _svd_no_full(a, full_matrices)
+    u, s, vt = _svd_factors(a)
+    ut_g = matmul(_mT(u), g)
+    inner_part = _diag_mul(_gap_reciprocal(s, True) * (ut_g - _mT(ut_g)), s)
+    out_g = matmul(u, matmul(inner_part, vt))
+    if _shape(a)[-2] != _shape(s)[-1]:  # tall: the part of g outside U's columns
+        out_g = out_g + matmul(_diag_mul(g - matmul(u, ut_g), 1 / s), vt)
+    return out_g
+
+
+def _svd_vt_vjp(g, out, a, full_matrices):
+    _svd_no_full(a, full_matrices)
+    u, s, vt = _svd_factors(a)
+    gv = _mT(g)
+    vt_gv = matmul(vt, gv)
+    inner_part = expand_dims(s, -1) * (_gap_reciprocal(s, True) * (vt_gv - _mT(vt_gv)))
+    out_g = matmul(u, matmul(inner_part, vt))
+    if _shape(a)[-1] != _shape(s)[-1]:  # wide: the part of g outside V's columns
+        out_g = out_g + matmul(_diag_mul(u, 1 / s), g - matmul(_mT(vt_gv), vt))
+    return out_g
+
+
+def _svd_dp(t, a):
+    u, s, vt = _svd_factors(a)
+    return u, s, vt, matmul(_mT(u), matmul(t, _mT(vt)))  # U^T dA V
+
+
+def _svd_u_jvp(t, out, a, full_matrices):
+    _svd_no_full(a, full_matrices)
+    u, s, vt, dp = _svd_dp(t, a)
+    dps = _diag_mul(dp, s)
+    du = matmul(u, _gap_reciprocal(s, True) * (dps + _mT(dps)))
+    if _shape(a)[-2] != _shape(s)[-1]:
+        tv = matmul(t, _mT(vt))
+        du = du + _diag_mul(tv - matmul(u, matmul(_mT(u), tv)), 1 / s)
+    return du
+
+
+def _svd_vt_jvp(t, out, a, full_matrices):
+    _svd_no_full(a, full_matrices)
+    u, s, vt, dp = _svd_dp(t, a)
+    sdp = expand_dims(s, -1) * dp
+    dv = matmul(_mT(vt), _gap_reciprocal(s, True) * (sdp + _mT(sdp)))
+    if _shape(a)[-1] != _shape(s)[-1]:
+        tu = matmul(_mT(t), u)
+        dv = dv + _diag_mul(tu - matmul(_mT(vt), matmul(vt, tu)), 1 / s)
+    return _mT(dv)
+
+
+def _svd_s_vjp(g, out, a):
+    u, _, vt = _svd_factors(a)
+    return matmul(_diag_mul(u, g), vt)  # U diag(g) V^T
+
+
+def _svd_s_jvp(t, out, a):
+    u, _, vt = _svd_factors(a)
+    return sum(u * matmul(t, _mT(vt)), axis=-2)  # diag(U^T dA V)
+
+
+_svd_u = defop(
+    "svd_u",
+    lambda a, full_matrices: np.linalg.svd(a, full_matrices=full_matrices)[0],
+    vjp=(_svd_u_vjp,),
+    jvp=(_svd_u_jvp,),
+    shape=lambda shape, full_matrices: (*_batch_shape(shape), shape[-2], _svd_dims(shape, full_matrices)[3]),
+    dtype=_linalg_dtype,
+    batch=batching.stacked,
+)
+_svd_s = defop(
+    "svd_s",
+    lambda a: np.linalg.svd(a, compute_uv=False),
+    vjp=(_svd_s_vjp,),
+    jvp=(_svd_s_jvp,),
+    shape=lambda shape: (*_batch_shape(shape), _svd_dims(shape, False)[2]),
+    dtype=_linalg_dtype,
+    batch=batching.stacked,
+)
+_svd_vt = defop(
+    "svd_vt",
+    lambda a, full_matrices: np.linalg.svd(a, full_matrices=full_matrices)[2],
+    vjp=(_svd_vt_vjp,),
+    jvp=(_svd_vt_jvp,),
+    shape=lambda shape, full_matrices: (*_batch_shape(shape), _svd_dims(shape, full_matrices)[4], shape[-1]),
+    dtype=_linalg_dtype,
+    batch=batching.stacked,
+)
+
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def _matrix(name, a):
+    a = as_array(a, f"linalg.{name}")
+    if len(_shape(a)) < 2:
+        raise user_error(ValueError, f"linalg.{name}", "expected a matrix or a stack of matrices (..., m, n), got "
+                         f"shape {tuple(_shape(a))}", a)
+    return a
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular value decomposition `a = U @ diag(S) @ Vh` of a real matrix or stack (..., m, n),
+    as `np.linalg.svd`: `SVDResult(U, S, Vh)`, or `S` alone with `compute_uv=False`.
+
+    S is differentiable everywhere (its derivative is U diag(.) Vh). U and Vh are differentiable
+    with `full_matrices=False` (or a square matrix); with repeated singular values, or zero ones
+    for a non-square matrix, their derivatives are inf/nan, as in JAX and PyTorch; only functions
+    invariant to the signs of U's and V's columns (e.g. `U @ diag(S) @ Vh`) have unique ones.
+    `hermitian` is accepted and the general algorithm used.
+
+    >>> svd(np.array([[3.0, 0.0], [0.0, -2.0]]), compute_uv=False)
+    array([3., 2.])
+    """
+    a = _matrix("svd", a)
+    s = apply(_svd_s, (a,))
+    if not compute_uv:
+        return s
+    attrs = {"full_matrices": bool(full_matrices)}
+    return SVDResult(apply(_svd_u, (a,), attrs), s, apply(_svd_vt, (a,), attrs))
+
+
+# -- eigh: as for cholesky, the input is taken as symmetric (LAPACK reads one triangle), so the
+# jvp uses the symmetric part of the tangent and the vjp gives the symmetric gradient
+def _eigh_factors(a, uplo):
+    return apply(_eigh_w, (a,), {"UPLO": uplo}), apply(_eigh_v, (a,), {"UPLO": uplo})
+
+
+def _sym(x):
+    return (x + _mT(x)) * 0.5
+
+
+def _eigh_w_vjp(g, out, a, UPLO):
+    v = apply(_eigh_v, (a,), {"UPLO": UPLO})
+    return matmul(_diag_mul(v, g), _mT(v))  # V diag(g) V^T
+
+
+def _eigh_v_vjp(g, out, a, UPLO):
+    w, v = _eigh_factors(a, UPLO)
+    return _sym(matmul(v, matmul(_gap_reciprocal(w, False) * matmul(_mT(v), g), _mT(v))))
+
+
+def _eigh_w_jvp(t, out, a, UPLO):
+    v = apply(_eigh_v, (a,), {"UPLO": UPLO})
+    return sum(v * matmul(_sym(t), v), axis=-2)  # diag(V^T sym(t) V)
+
+
+def _eigh_v_jvp(t, out, a, UPLO):
+    w, v = _eigh_factors(a, UPLO)
+    return matmul(v, _gap_reciprocal(w, False) * matmul(_mT(v), matmul(_sym(t), v)))
+
+
+_eigh_w = defop("eigh_w", lambda a, UPLO: np.linalg.eigh(a, UPLO)[0], vjp=(_eigh_w_vjp,), jvp=(_eigh_w_jvp,),
+                shape=lambda shape, UPLO: tuple(_same_shape(shape)[:-1]), dtype=_linalg_dtype, batch=batching.stacked)
+_eigh_v = defop("eigh_v", lambda a, UPLO: np.linalg.eigh(a, UPLO)[1], vjp=(_eigh_v_vjp,), jvp=(_eigh_v_jvp,),
+                shape=lambda shape, UPLO: _same_shape(shape), dtype=_linalg_dtype, batch=batching.stacked)
+
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+
+
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of a real symmetric matrix or stack, as
+    `np.linalg.eigh`: `EighResult(eigenvalues, eigenvectors)`.
+
+    Only the `UPLO` triangle is read; derivatives are the symmetric ones (as PyTorch). Those of
+    the eigenvalues are finite always; those of the eigenvectors are inf/nan when eigenvalues
+    repeat (as in JAX and PyTorch).
+
+    >>> eigh(np.array([[2.0, 1.0], [1.0, 2.0]])).eigenvalues
+    array([1., 3.])
+    """
+    a = as_array(a, "linalg.eigh")
+    _square("eigh", a)
+    if UPLO not in ("L", "U"):
+        raise user_error(ValueError, "linalg.eigh", f"UPLO must be 'L' or 'U', got {UPLO!r}", a)
+    return EighResult(*_eigh_factors(a, UPLO))
+
+
+# -- qr (reduced), for m >= n: the rules of Walter & Lehmann (2018) as JAX and PyTorch have
+# them. A wide matrix [X | Y] is factored as Q R_X = qr(X), R = [R_X | Q^T Y] (LAPACK's
+# Householder steps on the first m columns are those of X's, so the values are NumPy's).
+def _tril_mask(like, strict):
+    n = _known(_shape(like)[-1], like)
+    return np.tril(np.ones((n, n), dtype=_dtype(like)), -1 if strict else 0)
+
+
+def _copyltu(m):
+    """The symmetric matrix with m's lower triangle."""
+    return m * _tril_mask(m, False) + _mT(m * _tril_mask(m, True))
+
+
+def _qr_factors(a):
+    return apply(_qr_q, (a,)), apply(_qr_r, (a,))
+
+
+def _times_r_inv_t(x, r):
+    return _mT(solve(r, _mT(x)))  # x R^-T
+
+
+def _qr_q_vjp(g, out, a):
+    q, r = _qr_factors(a)
+    return _times_r_inv_t(g + matmul(q, _copyltu(-matmul(_mT(g), q))), r)
+
+
+def _qr_r_vjp(g, out, a):
+    q, r = _qr_factors(a)
+    return _times_r_inv_t(matmul(q, _copyltu(matmul(r, _mT(g)))), r)
+
+
+def _qr_tangents(t, a):
+    q, r = _qr_factors(a)
+    t_rinv = _mT(solve(_mT(r), _mT(t)))  # dA R^-1
+    qt = matmul(_mT(q), t_rinv)
+    low = qt * _tril_mask(qt, True)
+    return q, r, t_rinv, qt, low - _mT(low)
+
+
+def _qr_q_jvp(t, out, a):
+    q, r, t_rinv, qt, skew = _qr_tangents(t, a)
+    return matmul(q, skew - qt) + t_rinv
+
+
+def _qr_r_jvp(t, out, a):
+    q, r, t_rinv, qt, skew = _qr_tangents(t, a)
+    return matmul(qt - skew, r)
+
+
+def _qr_shape(shape, which):
+    m, n, k, _, _ = _svd_dims(shape, False)
+    return (*_batch_shape(shape), *((m, k) if which == "q" else (k, n)))
+
+
+_qr_q = defop("qr_q", lambda a: np.linalg.qr(a)[0], vjp=(_qr_q_vjp,), jvp=(_qr_q_jvp,),
+              shape=lambda shape: _qr_shape(shape, "q"), dtype=_linalg_dtype, batch=batching.stacked)
+_qr_r = defop("qr_r", lambda a: np.linalg.qr(a)[1], vjp=(_qr_r_vjp,), jvp=(_qr_r_jvp,),
+              shape=lambda shape: _qr_shape(shape, "r"), dtype=_linalg_dtype, batch=batching.stacked)
+
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition `a = Q @ R` of a real matrix or stack (..., m, n), as `np.linalg.qr`:
+    `QRResult(Q, R)` with mode 'reduced', R alone with mode 'r'; differentiable (where R's
+    diagonal has no zero, i.e. the first min(m, n) columns are independent).
+
+    >>> q, r = qr(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> np.allclose(q @ r, [[3.0, 1.0], [4.0, 2.0]])
+    True
+    """
+    a = _matrix("qr", a)
+    if mode not in ("reduced", "r"):
+        raise user_error(NotImplementedError if mode in ("complete", "raw") else ValueError, "linalg.qr",
+                         f"mode {mode!r} is not supported (only 'reduced' and 'r')", a)
+    m, n = _shape(a)[-2:]
+    if m is None or n is None:  # wide and tall matrices are factored differently
+        raise user_error(ValueError, "linalg.qr", f"needs the matrix sizes known (a static graph has shape "
+                         f"{tuple(_shape(a))})", a)
+    if m < n:
+        x, y = getitem(a, (Ellipsis, slice(None), slice(0, m))), getitem(a, (Ellipsis, slice(None), slice(m, None)))
+        q, rx = _qr_factors(x)
+        r = concatenate([rx, matmul(_mT(q), y)], axis=-1)
+    else:
+        q, r = _qr_factors(a)
+    return r if mode == "r" else QRResult(q, r)
+
+
+# -- pinv: its own op with the derivative of Golub & Pereyra (1973), as JAX's pinv has it, valid
+# where the rank is locally constant; an SVD composite would give nan for repeated singular values
+def _pinv_forward(a, rcond):
+    return np.linalg.pinv(a) if rcond is None else np.linalg.pinv(a, rcond=rcond)
+
+
+def _pinv_vjp(g, out, a, rcond):
+    p, gt = out, _mT(g)
+    left = matmul(gt, matmul(p, _mT(p)))  # g^T P P^T, then (I - A P) of it
+    right = matmul(matmul(_mT(p), p), gt)  # P^T P g^T, then it (I - P A)
+    return (-matmul(_mT(p), matmul(g, _mT(p))) + left - matmul(a, matmul(p, left))
+            + right - matmul(matmul(right, p), a))
+
+
+def _pinv_jvp(t, out, a, rcond):
+    p, tt = out, _mT(t)
+    left = matmul(p, matmul(_mT(p), tt))  # P P^T t^T (I - A P)
+    right = matmul(tt, matmul(_mT(p), p))  # (I - P A) t^T P^T P
+    return (-matmul(p, matmul(t, p)) + left - matmul(matmul(left, a), p)
+            + right - matmul(p, matmul(a, right)))
+
+
+_pinv = defop("pinv", _pinv_forward, vjp=(_pinv_vjp,), jvp=(_pinv_jvp,),
+              shape=lambda shape, rcond: (*_batch_shape(shape), shape[-1], shape[-2]), dtype=_linalg_dtype,
+              batch=batching.stacked)
+
+
+def pinv(a, rcond=None, hermitian=False):
+    """Moore-Penrose pseudo-inverse of a real matrix or stack (..., m, n), as `np.linalg.pinv`
+    (singular values below `rcond` times the largest are taken as zero). The derivative is
+    Golub and Pereyra's, correct where the rank does not change nearby (as JAX's), and
+    finite for repeated singular values. `hermitian` is accepted; the general algorithm is used.
+
+    >>> pinv(np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+    array([[1. , 0. , 0. ],
+           [0. , 0.5, 0. ]])
+    """
+    a = _matrix("pinv", a)
+    if rcond is not None:
+        if not isinstance(rcond, (int, float, np.floating, np.integer)) or isinstance(rcond, bool):
+            raise user_error(TypeError, "linalg.pinv", f"rcond must be a number, got {type(rcond).__name__}", a)
+        rcond = float(rcond)
+    return apply(_pinv, (a,), {"rcond": rcond})
+
+
+def matrix_power(a, n):
+    """`a` multiplied by itself `n` times (n < 0: of its inverse; n == 0: the identity), for a
+    square matrix or stack, as `np.linalg.matrix_power`; by repeated squaring, with matmul's
+    derivative.
+
+    >>> matrix_power(np.array([[1.0, 1.0], [0.0, 1.0]]), 3)
+    array([[1., 3.],
+           [0., 1.]])
+    """
+    a = as_array(a, "linalg.matrix_power")
+    shape = _square("matrix_power", a)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise user_error(TypeError, "linalg.matrix_power", f"exponent must be an integer, got {n!r}", a)
+    n = int(n)
+    if n == 0:
+        if None in shape:
+            raise user_error(ValueError, "linalg.matrix_power", f"n=0 needs the matrix sizes known (a static graph "
+                             f"has shape {tuple(shape)})", a)
+        return broadcast_to(np.eye(shape[-1], dtype=_dtype(a)), tuple(shape)) + 0 * a  # 0 * a: a zero derivative
+    if n < 0:
+        a, n = inv(a), -n
+    result, power_of_a = None, a
+    while n:
+        if n & 1:
+            result = power_of_a if result is None else matmul(result, power_of_a)
+        n >>= 1
+        if n:
+            power_of_a = matmul(power_of_a, power_of_a)
+    return result
