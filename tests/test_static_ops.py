@@ -82,6 +82,8 @@ LIMITS = {
        if (i.startswith(("trace", "diagonal", "Tensor.trace")) or i.startswith("diag(3, 4)"))
        and "'axis1': 1, 'axis2': 2" not in i},
     "tril((3, 4),)": "the triangle mask needs the sizes of the last two axes",
+    **{i: "the gradient of convolve's 'same' and 'valid' modes pads to the 'full' size: it needs the sizes"
+       for i in IDS if i.startswith(("convolve(3, 4)", "convolve(2, 3)")) and not i.endswith("'full'")},
 }
 
 

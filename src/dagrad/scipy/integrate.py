@@ -43,21 +43,24 @@ __all__ = ["odeint"]
 _WHERE = "dagrad.scipy.integrate.odeint"
 
 
+def _rhs(y, s, func, shape, args):
+    """func on LSODA's flat float64 state (module-level, so that exported code can hold it)."""
+    return np.asarray(func(y.reshape(shape), s, *args), dtype=np.float64).reshape(-1)
+
+
 def _forward(y0, t, *args, func, rtol, atol, mxstep, hmax):
-    y0_dtype = np.result_type(y0)  # the solution's dtype (as JAX's): LSODA computes in float64
+    dtype = np.result_type(y0)  # the solution's dtype (as JAX's): LSODA computes in float64
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     y0 = np.asarray(y0, dtype=np.float64)
-
-    def rhs(y, s):
-        return np.asarray(func(y.reshape(y0.shape), s, *args), dtype=np.float64).reshape(-1)
-
     with np.errstate(all="ignore"), warnings.catch_warnings():  # a failure is raised below, not warned of
         warnings.simplefilter("ignore", _si.ODEintWarning)
-        ys, info = _si.odeint(rhs, y0.reshape(-1), t, rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax,
-                              full_output=True)
+        ys, info = _si.odeint(_rhs, y0.reshape(-1), t, args=(func, y0.shape, args), rtol=rtol, atol=atol,
+                              mxstep=mxstep, hmax=hmax, full_output=True)
     if info["message"] != "Integration successful." or not np.isfinite(ys).all():
-        raise user_error(FloatingPointError, _WHERE, f"the integration failed ({info['message'].strip()}): the "
-                         "solution diverges or the step became too small (a stiff or blowing-up func?)", y0, t)
-    return ys.reshape((len(t),) + y0.shape).astype(floating(y0_dtype), copy=False)
+        # a plain error: dispatch adds the op, the inputs' shapes and the user's line
+        raise FloatingPointError(f"the integration failed ({info['message'].strip()}): the solution diverges or "
+                                 "the step became too small (a stiff or blowing-up func?)")
+    return ys.reshape((len(t),) + y0.shape).astype(dtype, copy=False)
 
 
 def _flat(parts):

@@ -51,7 +51,7 @@ def _where(name):
 
 def _matrix(name, what, x, square=True):
     shape = _shape(x)
-    if len(shape) != 2 or (square and shape[0] != shape[1]):
+    if len(shape) != 2 or (square and None not in shape and shape[0] != shape[1]):
         kind = "a square matrix (n, n)" if square else "a matrix"
         raise user_error(ValueError, _where(name), f"{what} must be {kind}, got shape {tuple(shape)}", x)
     return shape
@@ -59,10 +59,24 @@ def _matrix(name, what, x, square=True):
 
 def _check_rhs(name, a, b):
     """b is (n,) or (n, k) for an (n, n) a, as SciPy's solvers take it."""
-    n, sb = _shape(a)[0], _shape(b)
-    if len(sb) not in (1, 2) or sb[0] != n:
+    n, sb = _size(a), _shape(b)
+    if len(sb) not in (1, 2) or (None not in (n, sb[0]) and sb[0] != n):
         raise user_error(ValueError, _where(name), f"b of shape {tuple(sb)} does not fit a of shape "
                          f"{tuple(_shape(a))}: b must be ({n},) or ({n}, k)", a, b)
+
+
+def _size(a):
+    """n of a square (n, n) matrix (known from either axis in a static graph of unknown sizes)."""
+    shape = _shape(a)
+    return shape[1] if shape[1] is not None else shape[0]
+
+
+def _real_float(*arrays):
+    """np.linalg's result dtype (the `floating` rule the ops declare): float64 as soon as one input is an
+    integer or a bool, else the inputs' promoted float type."""
+    if any(np.result_type(x).kind != "f" for x in arrays):
+        return np.dtype(np.float64)
+    return np.result_type(*arrays)
 
 
 def _mT(x):
@@ -89,7 +103,7 @@ def _triangle_mask(n, lower, unit_diagonal, dtype):
 
 def _solve_triangular_forward(a, b, trans, lower, unit_diagonal):
     out = _sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-    return out.astype(floating(a.dtype, b.dtype), copy=False)
+    return out.astype(_real_float(a, b), copy=False)
 
 
 def _solve_triangular_shape(a, b, trans, lower, unit_diagonal):
@@ -101,7 +115,7 @@ def _solve_triangular_vjp(g, out, a, b, trans, lower, unit_diagonal):
     gb = _solve_triangular(a, g, 1 - trans, lower, unit_diagonal)  # op(A)^-T g
     gbc, xc = _column(gb, vector), _column(out, vector)
     ga = -matmul(gbc, _mT(xc)) if trans == 0 else -matmul(xc, _mT(gbc))
-    return ga * _triangle_mask(_shape(a)[0], lower, unit_diagonal, _dtype(ga)), gb
+    return ga * _triangle_mask(_size(a), lower, unit_diagonal, _dtype(ga)), gb
 
 
 def _solve_triangular_jvp(tangents, out, a, b, trans, lower, unit_diagonal):
@@ -109,7 +123,7 @@ def _solve_triangular_jvp(tangents, out, a, b, trans, lower, unit_diagonal):
     vector = len(_shape(b)) == 1
     rhs = tb
     if ta is not None:  # d op(A) x moves to the right-hand side
-        dm = ta * _triangle_mask(_shape(a)[0], lower, unit_diagonal, _dtype(ta))
+        dm = ta * _triangle_mask(_size(a), lower, unit_diagonal, _dtype(ta))
         da_x = _uncolumn(matmul(dm if trans == 0 else _mT(dm), _column(out, vector)), vector)
         rhs = -da_x if rhs is None else rhs - da_x
     return _solve_triangular(a, rhs, trans, lower, unit_diagonal)
@@ -183,7 +197,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 # -- solve_sylvester: X with A X + X B = Q. Differentiating it gives another Sylvester equation with the
 # same A and B: A dX + dX B = dQ - dA X - X dB
 def _sylvester_forward(a, b, q):
-    return _sl.solve_sylvester(a, b, q).astype(floating(a.dtype, b.dtype, q.dtype), copy=False)
+    return _sl.solve_sylvester(a, b, q).astype(_real_float(a, b, q), copy=False)
 
 
 def _sylvester_vjp(g, out, a, b, q):
@@ -214,7 +228,7 @@ def solve_sylvester(a, b, q):
     """
     _needs_scipy("solve_sylvester")
     (m, _), (n, _) = _matrix("solve_sylvester", "a", a), _matrix("solve_sylvester", "b", b)
-    if tuple(_shape(q)) != (m, n):
+    if any(None not in (got, want) and got != want for got, want in zip(_shape(q), (m, n))) or len(_shape(q)) != 2:
         raise user_error(ValueError, _where("solve_sylvester"), f"q must have shape ({m}, {n}) for a of shape "
                          f"({m}, {m}) and b of shape ({n}, {n}), got {tuple(_shape(q))}", a, b, q)
     return apply(_sylvester, (a, b, q))
@@ -223,13 +237,17 @@ def solve_sylvester(a, b, q):
 # -- expm: the Frechet derivative L(A, E) is the upper-right block of expm([[A, E], [0, A]]); the vjp
 # is L(A^T, G)
 def _frechet(a, e):
-    n = _shape(a)[0]
+    n = _size(a)
     top = concatenate([a, e], axis=1)
     bottom = concatenate([0 * a, a], axis=1)
     return getitem(expm(concatenate([top, bottom], axis=0)), (slice(0, n), slice(n, 2 * n)))
 
 
-_expm = defop("expm", lambda a: _sl.expm(a).astype(floating(a.dtype), copy=False),
+def _expm_forward(a):
+    return _sl.expm(a).astype(_real_float(a), copy=False)
+
+
+_expm = defop("expm", _expm_forward,
               vjp=(lambda g, out, a: _frechet(_mT(a), g),), jvp=(lambda t, out, a: _frechet(a, t),),
               shape=lambda a: tuple(a), dtype=floating)
 
@@ -252,10 +270,11 @@ def _sqrtm_forward(a):
     out = _sl.sqrtm(a)
     if np.iscomplexobj(out):  # a negative real eigenvalue: the principal root is complex
         if np.abs(out.imag).max(initial=0.0) > 1e-10 * max(np.abs(out).max(initial=0.0), 1.0):
-            raise user_error(ValueError, _where("sqrtm"), "the square root of this matrix is complex (it has a "
-                             "negative real eigenvalue); dagrad computes on real values only", a)
+            # a plain error: dispatch adds the op, the input's shape and the user's line
+            raise ValueError("the square root of this matrix is complex (it has a negative real eigenvalue); "
+                             "dagrad computes on real values only")
         out = out.real
-    return out.astype(floating(a.dtype), copy=False)
+    return out.astype(_real_float(a), copy=False)
 
 
 _sqrtm = defop("sqrtm", _sqrtm_forward, vjp=(lambda g, out, a: solve_sylvester(_mT(out), _mT(out), g),),

@@ -36,11 +36,11 @@ _METHODS = ("auto", "direct", "fft")
 
 
 def _out_shape(s1, s2, mode):
-    if mode == "full":
-        return tuple(a + b - 1 for a, b in zip(s1, s2))
     if mode == "same":
         return tuple(s1)
-    return tuple(abs(a - b) + 1 for a, b in zip(s1, s2))
+    if mode == "full":
+        return tuple(None if None in (a, b) else a + b - 1 for a, b in zip(s1, s2))
+    return tuple(None if None in (a, b) else abs(a - b) + 1 for a, b in zip(s1, s2))
 
 
 def _convolve_shape(s1, s2, mode, method):
@@ -52,9 +52,12 @@ def _cotangent(g, other, s1, s2, mode, method):
     (the other modes are its centred slices, as SciPy takes them), correlated with `other`."""
     full = _out_shape(s1, s2, "full")
     out = _out_shape(s1, s2, mode)
-    widths = [((f - o) // 2, f - o - (f - o) // 2) for f, o in zip(full, out)]
-    g_full = g if mode == "full" else pad(g, widths)
-    return _convolve(g_full, flip(other), "valid", method)
+    if mode != "full" and None in full + out:
+        raise user_error(ValueError, "dagrad.scipy.signal.convolve", f"the gradient of mode {mode!r} needs the "
+                         f"sizes of both inputs, unknown here: shapes {tuple(s1)} and {tuple(s2)}")
+    if mode != "full":
+        g = pad(g, [((f - o) // 2, f - o - (f - o) // 2) for f, o in zip(full, out)])
+    return _convolve(g, flip(other), "valid", method)
 
 
 def _convolve_vjp(g, out, a, b, mode, method):
@@ -101,7 +104,8 @@ def convolve(in1, in2, mode="full", method="auto"):
                          f"and {s2}", in1, in2)
     if 0 in s1 or 0 in s2:
         raise user_error(ValueError, where, f"an input is empty (shapes {s1} and {s2})", in1, in2)
-    if mode == "valid" and not (all(a >= b for a, b in zip(s1, s2)) or all(a <= b for a, b in zip(s1, s2))):
+    known = [(a, b) for a, b in zip(s1, s2) if None not in (a, b)]  # a static graph's unknown sizes: SciPy checks
+    if mode == "valid" and not (all(a >= b for a, b in known) or all(a <= b for a, b in known)):
         raise user_error(ValueError, where, f"mode 'valid' needs one input at least as large as the other along "
                          f"every axis, got shapes {s1} and {s2}", in1, in2)
     return _convolve(in1, in2, mode, method)
