@@ -403,3 +403,59 @@ for _name, _order, _ref, _kw in [("polygamma", 1, _sps.polygamma, {"low": 0.5, "
     case(_name, lambda x, f=_fn, n=_order: f(n, x), lambda x, f=_ref, n=_order: f(n, x), (4,),
          name=f"{_name}({_order}, x)", **_kw)
 case("betainc", lambda x: _dsp.betainc(2.0, 3.0, x), lambda x: _sps.betainc(2.0, 3.0, x), (4,), low=0.1, high=0.9)
+
+# -- dagrad.scipy.linalg, .signal, .integrate: SciPy computes the values
+import scipy.integrate as _sci  # noqa: E402
+import scipy.linalg as _scl  # noqa: E402
+import scipy.signal as _scs  # noqa: E402
+
+from dagrad.scipy import integrate as _din  # noqa: E402
+from dagrad.scipy import linalg as _dli  # noqa: E402
+from dagrad.scipy import signal as _dsi  # noqa: E402
+
+
+def _well(a, k=3.0):
+    """a + k*I (float32 I keeps float32 float32): well conditioned for |a| <= 1."""
+    return a + k * np.eye(a.shape[-1], dtype=np.float32)
+
+
+def _spd3(a):
+    return a @ a.T + np.eye(a.shape[-1], dtype=np.float32)
+
+
+for _kw in [{}, {"lower": True}, {"trans": 1}, {"lower": True, "trans": "T", "unit_diagonal": True}]:
+    for _b in [(3,), (3, 2)]:
+        case("solve_triangular", lambda a, b, kw=_kw: _dli.solve_triangular(_well(a), b, **kw),
+             lambda a, b, kw=_kw: _scl.solve_triangular(_well(a), b, **kw), (3, 3), _b, low=-1.0, high=1.0,
+             name=f"solve_triangular{_b} {_kw}")
+for _lower in [False, True]:
+    case("solve_triangular",
+         lambda a, b, lo=_lower: _dli.cho_solve(_dli.cho_factor(_spd3(a), lower=lo), b),
+         lambda a, b, lo=_lower: _scl.cho_solve(_scl.cho_factor(_spd3(a), lower=lo), b), (3, 3), (3, 2),
+         low=-1.0, high=1.0, name=f"cho_factor/cho_solve lower={_lower}")
+case("solve_sylvester", lambda a, b, q: _dli.solve_sylvester(_well(a), _well(b, 2.0), q),
+     lambda a, b, q: _scl.solve_sylvester(_well(a), _well(b, 2.0), q), (3, 3), (2, 2), (3, 2), low=-1.0, high=1.0)
+for _shape in [(1, 1), (3, 3)]:
+    case("expm", _dli.expm, _scl.expm, _shape, low=-1.0, high=1.0, name=f"expm{_shape}")
+    case("sqrtm", lambda a: _dli.sqrtm(_spd3(a)), lambda a: _scl.sqrtm(_spd3(a)), _shape, low=-1.0, high=1.0,
+         name=f"sqrtm{_shape}")
+case("getitem", lambda ab, b: _dli.solve_banded((1, 1), ab + np.array([[0], [4], [0]], np.float32), b),
+     lambda ab, b: _scl.solve_banded((1, 1), ab + np.array([[0], [4], [0]], np.float32), b), (3, 4), (4,),
+     low=-1.0, high=1.0, name="solve_banded((1, 1))")
+for _a, _b in [((5,), (3,)), ((3,), (4,)), ((3, 4), (2, 2)), ((2, 3), (3, 2))]:
+    for _mode in ["full", "valid", "same"]:
+        if _mode == "valid" and _a == (2, 3):
+            continue  # neither input is the larger along every axis: refused, as by SciPy
+        case("convolve", lambda x, y, m=_mode: _dsi.convolve(x, y, m), lambda x, y, m=_mode: _scs.convolve(x, y, m),
+             _a, _b, name=f"convolve{_a}{_b} {_mode!r}")
+
+_T = np.array([0.0, 0.7])  # one interval: the full order-2 Jacobians take a few seconds
+
+
+def _decay(y, t, k):
+    return -k * y + 0.5 * y[::-1] * t
+
+
+case("odeint", lambda y0, k: _din.odeint(_decay, y0, _T, k, rtol=1e-10, atol=1e-10),
+     lambda y0, k: _sci.odeint(lambda y, t: _decay(y, t, k), y0, _T, rtol=1e-10, atol=1e-10).astype(y0.dtype),
+     (2,), (), low=0.5, high=1.5, eps=1e-4, tol={"rtol": 1e-5, "atol": 1e-7})

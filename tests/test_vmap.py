@@ -23,7 +23,8 @@ FILE = "test_vmap.py"
 INEXACT = {"matmul", "einsum", "linear", "sum", "prod", "cumsum", "std_sqrt", "l2_norm", "log_softmax", "nll_loss",
            "inv", "det", "logabsdet", "solve", "cholesky", "abs"}
 # Registered ops without a batching rule: vmap runs them once per example (op.py's batch_loop)
-LOOPING = {"setitem"}
+# SciPy's solvers, matrix functions, convolution and odeint take one problem at a time: they loop
+LOOPING = {"setitem", "solve_triangular", "solve_sylvester", "expm", "sqrtm", "convolve", "odeint"}
 
 
 def _here(offset=1):

@@ -5,6 +5,6 @@ raises an ImportError naming the extra."""
 
 from __future__ import annotations
 
-from . import special, stats
+from . import integrate, linalg, signal, special, stats
 
-__all__ = ["special", "stats"]
+__all__ = ["integrate", "linalg", "signal", "special", "stats"]
