@@ -158,6 +158,27 @@ def _check_tensor(tensor, like, where, what):
                          f"{what} has shape {tuple(_shape(like))}")
 
 
+def _tensor_product(name, fun, argnum, contracted):
+    """The gradient, with respect to argument `argnum`, of `contracted(tensor, *args)` (a scalar): a function
+    of `(*args, tensor)`, as autograd's tensor products take their tensor last."""
+    _check_function(fun, name)
+    if isinstance(argnum, bool) or not isinstance(argnum, int):
+        raise user_error(TypeError, name, f"argnum must be an int, got {argnum!r}")
+
+    def scalar(*args, **kwargs):
+        return contracted(args[-1], *args[:-1], **kwargs)
+
+    product = grad(scalar, argnum)
+
+    def product_f(*args, **kwargs):
+        if len(args) < 2:
+            raise user_error(TypeError, name, f"expects the function's arguments and then the tensor, got "
+                             f"{len(args)} argument(s)")
+        return product(*args, **kwargs)
+
+    return product_f
+
+
 def hessian_tensor_product(fun, argnum=0):
     """autograd's `hessian_tensor_product` (= `hessian_vector_product`): a function of `(*args, tensor)`
     giving the Hessian of scalar `fun` at `args` contracted with `tensor` (shaped like the argument).
@@ -166,26 +187,14 @@ def hessian_tensor_product(fun, argnum=0):
     >>> hessian_vector_product(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    _check_function(fun, "hessian_vector_product")
-    if isinstance(argnum, bool) or not isinstance(argnum, int):
-        raise user_error(TypeError, "hessian_vector_product", f"argnum must be an int, got {argnum!r}")
-    fun_grad = grad(fun, argnum)
+    fun_grad = grad(fun, argnum) if callable(fun) else fun
 
-    def vector_dot_grad(*args, **kwargs):
-        args, tensor = args[:-1], args[-1]
+    def gradient_dot(tensor, *args, **kwargs):
         g = fun_grad(*args, **kwargs)
         _check_tensor(tensor, g, "hessian_vector_product", f"argument {argnum}")
         return tensordot(g, tensor, len(_shape(tensor)))
 
-    product = grad(vector_dot_grad, argnum)
-
-    def hvp_f(*args, **kwargs):
-        if len(args) < 2:
-            raise user_error(TypeError, "hessian_vector_product", f"expects the function's arguments and then the "
-                             f"tensor, got {len(args)} argument(s)")
-        return product(*args, **kwargs)
-
-    return hvp_f
+    return _tensor_product("hessian_vector_product", fun, argnum, gradient_dot)
 
 
 hessian_vector_product = hessian_tensor_product
@@ -199,25 +208,13 @@ def tensor_jacobian_product(fun, argnum=0):
     >>> tensor_jacobian_product(lambda x: x ** 2)(np.array([1.0, 3.0]), np.array([1.0, 10.0]))
     array([ 2., 60.])
     """
-    _check_function(fun, "tensor_jacobian_product")
-    if isinstance(argnum, bool) or not isinstance(argnum, int):
-        raise user_error(TypeError, "tensor_jacobian_product", f"argnum must be an int, got {argnum!r}")
 
-    def vector_dot_fun(*args, **kwargs):
-        args, tensor = args[:-1], args[-1]
+    def tensor_dot_output(tensor, *args, **kwargs):
         out = fun(*args, **kwargs)
         _check_tensor(tensor, out, "tensor_jacobian_product", "the function's output")
         return tensordot(tensor, out, len(_shape(tensor)))
 
-    product = grad(vector_dot_fun, argnum)
-
-    def tjp_f(*args, **kwargs):
-        if len(args) < 2:
-            raise user_error(TypeError, "tensor_jacobian_product", f"expects the function's arguments and then the "
-                             f"tensor, got {len(args)} argument(s)")
-        return product(*args, **kwargs)
-
-    return tjp_f
+    return _tensor_product("tensor_jacobian_product", fun, argnum, tensor_dot_output)
 
 
 vector_jacobian_product = tensor_jacobian_product
