@@ -50,18 +50,16 @@ from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
     ndarray,
     newaxis,
     pi,
-    random,
     uint8,
 )
 
-from . import linalg
-from ._core.errors import op_error, user_error
-from ._core.shapes import as_index, is_sequence, normalize_axis
-from ._core.shapes import dtype_of as _dtype_of
-from ._core.shapes import shape_of as _shape_of
-from ._core.structural import shape_source
-from ._core.tensor import Tensor, _leaf
-from .ops.elementwise import (
+from .._core.errors import op_error, user_error
+from .._core.shapes import as_index, is_sequence, normalize_axis
+from .._core.shapes import dtype_of as _dtype_of
+from .._core.shapes import shape_of as _shape_of
+from .._core.structural import shape_source
+from .._core.tensor import Tensor, _leaf
+from ..ops.elementwise import (
     abs,
     absolute,
     add,
@@ -127,10 +125,10 @@ from .ops.elementwise import (
     where,
     zeros_like,
 )
-from .ops.linalg import diag, diagonal, dot, einsum, inner, matmul, outer, tensordot, trace, vdot
-from .ops.nn import log_softmax, logsumexp, softmax
-from .ops.reduce import amax, amin, argmax, argmin, cumsum, max, mean, min, prod, std, sum, var
-from .ops.shape import (
+from ..ops.linalg import diag, diagonal, dot, einsum, inner, matmul, outer, tensordot, trace, vdot
+from ..ops.nn import log_softmax, logsumexp, softmax
+from ..ops.reduce import amax, amin, argmax, argmin, cumsum, max, mean, min, prod, std, sum, var
+from ..ops.shape import (
     argpartition,
     argsort,
     broadcast_to,
@@ -155,6 +153,7 @@ from .ops.shape import (
     tril,
     triu,
 )
+from . import linalg, random
 
 remainder = mod
 norm = linalg.norm
@@ -433,7 +432,7 @@ def empty_like(prototype, dtype=None):
 
 
 # more of NumPy's functions (issue 16): NumPy's own on plain arrays, dagrad's ops on Tensors
-from .numpy_more import (  # noqa: E402  (after the names numpy_more's functions do not shadow here)
+from ..numpy_more import (  # noqa: E402  (after the names numpy_more's functions do not shadow here)
     all,
     any,
     append,
