@@ -15,7 +15,9 @@ from ._version import __version__
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
 from . import _methods  # noqa: F401  (binds Tensor's operators and methods to the ops)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
-from .transforms import elementwise_grad, grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
+from .transforms import (
+    elementwise_grad, grad, hessian, holomorphic_grad, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap,
+)
 from .control import cond, fori_loop, scan, while_loop
 from ._core.op import REGISTRY, Op, defop
 from ._core.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
@@ -37,12 +39,13 @@ from .static import (
 from . import numpy  # noqa: E402
 from . import linalg
 from .numpy import (  # every op under its NumPy name (the same functions as dagrad.numpy)
-    abs, absolute, add, amax, amin, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
-    argmax, argmin, astype, broadcast_to, ceil, clip, concatenate, cos, cosh, cumsum, divide, equal,
+    abs, absolute, add, amax, amin, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
+    argmax, argmin, astype, broadcast_to, ceil, clip, concatenate, conj, conjugate, cos, cosh, cumsum, divide, equal,
     erf, exp, exp2, expand_dims, expm1, flip, floor, fmax, fmin, greater, greater_equal, hypot,
-    isfinite, isnan, less, less_equal, log, log1p, log2, log10, log_softmax, logical_and,
+    imag, iscomplex, iscomplexobj, isfinite, isnan, isreal, isrealobj, less, less_equal, log, log1p, log2, log10,
+    log_softmax, logical_and,
     logical_not, logical_or, logsumexp, matmul, max, maximum, mean, min, minimum, mod, moveaxis,
-    multiply, negative, not_equal, pad, positive, power, prod, ravel, reciprocal, relu, remainder,
+    multiply, negative, not_equal, pad, positive, power, prod, ravel, real, reciprocal, relu, remainder,
     repeat, reshape, round, sigmoid, sign, sin, sinh, softmax, softplus, split, sqrt, square,
     squeeze, stack, std, subtract, sum, swapaxes, tan, tanh, tile, transpose, tril, triu,
     true_divide, var, where,

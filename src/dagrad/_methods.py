@@ -78,6 +78,10 @@ def _transpose(self, *axes):
 Tensor.reshape = _reshape
 Tensor.transpose = _transpose
 Tensor.T = property(lambda self: sh.transpose(self))
+Tensor.real = property(lambda self: ew.real(self))
+Tensor.imag = property(lambda self: ew.imag(self))
+Tensor.conj = Tensor.conjugate = lambda self: ew.conj(self)
+Tensor.angle = lambda self: ew.angle(self)
 Tensor.flatten = sh.flatten  # PyTorch's (start_dim, end_dim); no arguments: NumPy's flatten
 Tensor.copy = Tensor.clone = ew.positive
 

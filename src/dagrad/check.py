@@ -20,9 +20,20 @@ class GradcheckError(AssertionError):
 
 
 def _as_float64(x):
+    """x in float64, or complex128 if it is complex."""
     if isinstance(x, Tensor):
         x = x.numpy()
-    return np.array(x, dtype=np.float64)
+    return np.array(x, dtype=np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+def _is_complex(arrays):
+    return any(a.dtype.kind == "c" for a in arrays)
+
+
+def _pairing(cotangents, tangents):
+    """<c, t> = Re(sum(c * t)): how a cotangent acts on a tangent (no conjugation, as JAX and HIPS
+    autograd pair them), the dot product for real values."""
+    return sum(np.real(np.dot(c.ravel(), t.ravel())) for c, t in zip(cotangents, tangents))
 
 
 def _flat_output(f, args):
@@ -106,8 +117,11 @@ def gradcheck(f, *args, eps=1e-6, atol=1e-6, rtol=1e-4, modes=("rev", "fwd"), or
     `gradcheck(f, a, b)` checks `f(a, b)`; so does `gradcheck(f, (a, b))`, PyTorch's way of
     passing the inputs (a lone tuple, or a lone list holding arrays or Tensors, is the tuple of
     arguments, never stacked into one array). Arguments and outputs may be pytrees (nested
-    lists, tuples, dicts) of arrays; a list of numbers is one 1-D array. Complex inputs or
-    outputs raise TypeError (complex numbers are not supported yet).
+    lists, tuples, dicts) of arrays; a list of numbers is one 1-D array.
+
+    Complex inputs and outputs are checked along complex directions (their real and imaginary
+    parts are independent variables), with the pairing Re(sum(c * t)) that dagrad's cotangents
+    follow (JAX's and autograd's convention); `full=True` is for real functions only.
 
     >>> import numpy as np
     >>> gradcheck(lambda x: x ** 3, np.array([1.0, 2.0]), order=2)
@@ -131,8 +145,11 @@ def gradcheck(f, *args, eps=1e-6, atol=1e-6, rtol=1e-4, modes=("rev", "fwd"), or
     leaves = [leaf for tree_leaves, _ in trees for leaf in tree_leaves]
     names = [f"arg{i}" for i in range(len(args))] if all(t is None for _, t in trees) else _leaf_names(args)
     treedefs = [(len(tree_leaves), treedef) for tree_leaves, treedef in trees]
-    _refuse_complex_outputs(f(*_unflattened(leaves, treedefs)))
+    out_leaves = [_as_float64(o) for o in tree_flatten(f(*_unflattened(leaves, treedefs)))[0]]
     if full:
+        if _is_complex(leaves) or _is_complex(out_leaves):
+            raise user_error(TypeError, "gradcheck", "full=True compares real Jacobians; a function with complex "
+                             "inputs or outputs is checked along random directions (the default)")
         return _gradcheck(_flattened(f, treedefs), leaves, eps, atol, rtol, modes, order, names)
 
     def leaf_f(*xs):
@@ -152,28 +169,13 @@ def _unflattened(leaves, treedefs):
     return args
 
 
-def _refuse_complex_outputs(out):
-    for leaf in tree_flatten(out)[0]:
-        value = leaf.numpy() if isinstance(leaf, Tensor) else leaf
-        if np.iscomplexobj(value):
-            raise user_error(TypeError, "gradcheck", "the function returns a complex value; complex numbers are "
-                             "not supported yet", value)
-
-
 def _as_tree(arg):
-    """An argument's float64 leaves and its pytree description (None for a plain array). A list or
-    tuple of numbers (no arrays or Tensors inside) is one array, as NumPy reads it."""
+    """An argument's float64 (complex128) leaves and its pytree description (None for a plain array).
+    A list or tuple of numbers (no arrays or Tensors inside) is one array, as NumPy reads it."""
     if isinstance(arg, dict) or isinstance(arg, (list, tuple)) and _holds_arrays(arg):
         leaves, treedef = tree_flatten(arg)
-        return [_real_float64(leaf) for leaf in leaves], treedef
-    return [_real_float64(arg)], None
-
-
-def _real_float64(x):
-    value = x.numpy() if isinstance(x, Tensor) else x
-    if np.iscomplexobj(value):  # float64 would drop the imaginary part and check the wrong function
-        raise user_error(TypeError, "gradcheck", "complex inputs are not supported yet", value)
-    return _as_float64(value)
+        return [_as_float64(leaf) for leaf in leaves], treedef
+    return [_as_float64(arg)], None
 
 
 def _holds_arrays(tree):
@@ -207,15 +209,20 @@ class _DirectionCheck:
         self.eps, self.atol, self.rtol, self.modes = eps, atol, rtol, modes
         self.directions, self.rng = directions, rng
 
+    def _draw(self, like):
+        """A random direction shaped like `like`, complex if it is (both parts random)."""
+        x = self.rng.standard_normal(like.shape)
+        return x + 1j * self.rng.standard_normal(like.shape) if like.dtype.kind == "c" else x
+
     def run(self, f, args, names, order):
         out_leaves, out_def = tree_flatten(f(*args))
         outs = [_as_float64(o) for o in out_leaves]
         if "rev" in self.modes:
             pull = vjp(f, *args)[1]
-            cotangents = [self.rng.standard_normal(o.shape) for o in outs]
+            cotangents = [self._draw(o) for o in outs]
             pulled = [_as_float64(c).ravel() for c in pull(tree_unflatten(out_def, cotangents))]
         for k in range(self.directions):
-            tangents = [self.rng.standard_normal(a.shape) for a in args]
+            tangents = [self._draw(a) for a in args]
             numeric = self._difference(f, args, tangents)
             if "fwd" in self.modes:
                 analytic = _flat_leaves(jvp(f, tuple(args), tuple(tangents))[1])
@@ -225,8 +232,8 @@ class _DirectionCheck:
                         self._fail(f, args, names, "fwd", f"the jvp along random tangent {k} gives "
                                    f"out{i}[{worst[0]}] = {a[worst]!r} but central differences {n[worst]!r}")
             if "rev" in self.modes:
-                exact = sum(np.dot(p, t.ravel()) for p, t in zip(pulled, tangents))
-                approx = sum(np.dot(c.ravel(), n) for c, n in zip(cotangents, numeric))
+                exact = _pairing(pulled, tangents)
+                approx = _pairing(cotangents, numeric)
                 if _mismatch(np.array([exact]), np.array([approx]), self.atol, self.rtol) is not None:
                     self._fail(f, args, names, "rev", f"<vjp(c), t> along random tangent {k} is {exact!r} but "
                                f"<c, J t> by central differences {approx!r}")
@@ -240,14 +247,14 @@ class _DirectionCheck:
                 return jvp(f, xs[:n], xs[n:])[1]
 
             f_jvp.__name__ = f"jvp of {f.__name__}"
-            tangents = [self.rng.standard_normal(a.shape) for a in args]
+            tangents = [self._draw(a) for a in args]
             self.run(f_jvp, [*args, *tangents], [*names, *(f"tangent of {m}" for m in names)], order - 1)
         if "rev" in self.modes:
             def f_vjp(*xs):
                 return vjp(f, *xs[:n])[1](tree_unflatten(out_def, list(xs[n:])))
 
             f_vjp.__name__ = f"vjp of {f.__name__}"
-            cotangents = [self.rng.standard_normal(o.shape) for o in outs]
+            cotangents = [self._draw(o) for o in outs]
             self.run(f_vjp, [*args, *cotangents], [*names, *(f"cotangent{i}" for i in range(len(outs)))], order - 1)
 
     def _difference(self, f, args, tangents):
@@ -258,7 +265,7 @@ class _DirectionCheck:
 
     def _fail(self, f, args, names, mode, found):
         message = f"gradcheck of {f.__name__} ({mode} mode): {found} (atol={self.atol}, rtol={self.rtol})"
-        if sum(a.size for a in args) <= self._LOCATE_LIMIT:
+        if sum(a.size for a in args) <= self._LOCATE_LIMIT and not _is_complex(args):
             try:  # the whole Jacobian names the worst entry
                 _gradcheck(_flattened(f, [(1, None)] * len(args)), args, self.eps, self.atol, self.rtol,
                            (mode,), 1, names)

@@ -159,7 +159,7 @@ def _trace(fn, avals, names, where):
     graph.captured = {}
     if outer is not None:
         graph.tracing, graph.traced_for = outer.tracing, outer.traced_for
-    params = [None if a is None else new_symbol(graph, "placeholder", a[0], a[1], requires_grad=a[1].kind == "f",
+    params = [None if a is None else new_symbol(graph, "placeholder", a[0], a[1], requires_grad=a[1].kind in "fc",
                                                 name=n) for a, n in zip(avals, names)]
     with graph:
         out = fn(*params)
@@ -331,7 +331,7 @@ def _zeros_like_aval(value):
 
 
 def _floats(values):
-    return [dtype_of(v).kind == "f" for v in values]
+    return [dtype_of(v).kind in "fc" for v in values]
 
 
 def _needed(values):
@@ -353,7 +353,7 @@ def _vjp_of(fn, values, cotangents, mask=None):
         return tuple(fn(*full))
 
     outs, pull = vjp(partial, *[values[k] for k in which])
-    cts = [_zeros_like_aval(o) if ct is None or dtype_of(o).kind != "f" else ct for o, ct in zip(outs, cotangents)]
+    cts = [_zeros_like_aval(o) if ct is None or dtype_of(o).kind not in "fc" else ct for o, ct in zip(outs, cotangents)]
     found = pull(tuple(cts))
     result = [None] * len(values)
     for k, ct in zip(which, found):
@@ -940,10 +940,10 @@ def _cond_forward(*inputs, **attrs):
 
 def _cond_vjp(g, out, *inputs, **attrs):
     true, false, pred, ops, true_k, false_k = _cond_parts(inputs, attrs)
-    cts = [ct if d.kind == "f" else None for ct, (_, d) in zip(true.layout.unpack(g), true.layout.avals)]
+    cts = [ct if d.kind in "fc" else None for ct, (_, d) in zip(true.layout.unpack(g), true.layout.avals)]
     cts = [ct for ct in cts if ct is not None]
     float_ops, float_t, float_f = _floats(ops), _floats(true_k), _floats(false_k)
-    ct_at = [k for k, (_, d) in enumerate(true.layout.avals) if d.kind == "f"]
+    ct_at = [k for k, (_, d) in enumerate(true.layout.avals) if d.kind in "fc"]
 
     def branch(body, mine, others_float, first):
         def fn(*args):

@@ -128,7 +128,7 @@ def _missing(name, what, k=None):
 
 def _float_zeros(x):
     z = zeros_like(x)
-    return z if dtype_of(z).kind == "f" else astype(z, np.float64)
+    return z if dtype_of(z).kind in "fc" else astype(z, np.float64)
 
 
 # ---------------------------------------------------------------- autograd's style
@@ -419,7 +419,7 @@ class custom_jvp(_Custom):
 
     def _vjp(self, g, out, *leaves, call):
         # J^T g as the gradient over the tangents of <J t, g>
-        floating = [k for k, x in enumerate(leaves) if dtype_of(x).kind == "f"]
+        floating = [k for k, x in enumerate(leaves) if dtype_of(x).kind in "fc"]
         if not floating:
             return (None,) * len(leaves)
 

@@ -56,16 +56,16 @@ def device(name="cpu"):
 
 
 def _dtype(dtype, where, default=None):
-    """`dtype` as an np.dtype of bool, integer or real float data (`default` when None)."""
+    """`dtype` as an np.dtype of bool, integer, float or complex data (`default` when None)."""
     if dtype is None:
         return None if default is None else np.dtype(default)
     try:
         dtype = np.dtype(dtype)
     except TypeError as err:
         raise user_error(TypeError, where, f"{dtype!r} is not a dtype ({err})") from None
-    if dtype.kind not in "biuf":
-        raise user_error(TypeError, where, f"unsupported dtype {dtype} (dagrad holds bool, integer and real "
-                         "floating-point data; complex numbers are not supported yet)")
+    if dtype.kind not in "biufc":
+        raise user_error(TypeError, where, f"unsupported dtype {dtype} (dagrad holds bool, integer, "
+                         "floating-point and complex data)")
     return dtype
 
 

@@ -177,14 +177,14 @@ def _check_output(name, out):
                          "them (use .numpy() inside forward, or return the array)")
     if isinstance(out, (np.ndarray, np.generic)):
         kind = out.dtype.kind
-    elif isinstance(out, (bool, int, float)):
+    elif isinstance(out, (bool, int, float, complex)):
         kind = "f"
     else:
         raise user_error(TypeError, f"{name}.forward", f"returned a {type(out).__name__}; forward returns a NumPy "
                          "array (or number), or a tuple of them for several outputs")
-    if kind not in "biuf":
+    if kind not in "biufc":
         raise user_error(TypeError, f"{name}.forward", f"returned an array of dtype {out.dtype}: dagrad computes on "
-                         "bool, integer and real floating-point values (complex numbers are not supported yet)", out)
+                         "bool, integer, floating-point and complex values", out)
 
 
 def _find(saved, values, outs):

@@ -15,7 +15,9 @@ from ._core.op import batch_broadcast, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
+from ._core.structural import real
 from ._core.tensor import Batched, Dual, Tensor, _leaf, enable_grad
+from .ops.elementwise import astype
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import moveaxis, reshape
 
@@ -24,8 +26,8 @@ _next_level = itertools.count(1).__next__  # each transform boxes its inputs at 
 def _differentiable_input(x, where):
     """The value to box for a transform input: Tensors as they are, numbers as arrays."""
     value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) else np.asarray(x)
-    if _dtype(value).kind != "f":
-        raise user_error(TypeError, where, f"can only differentiate with respect to real floating-point inputs, "
+    if _dtype(value).kind not in "fc":
+        raise user_error(TypeError, where, f"can only differentiate with respect to floating-point or complex inputs, "
                          f"got dtype {_dtype(value)} (pass a float such as 1.0 instead of 1)")
     return value
 
@@ -48,6 +50,8 @@ def _finish_ct(ct, original, like_value):
     """A cotangent or tangent as the user receives it: same kind as the input they passed."""
     if ct is None:
         ct = np.zeros(_shape(like_value), _dtype(like_value))
+    elif _dtype(like_value).kind == "c" and _dtype(ct).kind != "c":  # a complex input's gradient is complex
+        ct = astype(ct, _dtype(like_value))
     if type(original) is Tensor and original._level == 0:
         return ct if isinstance(ct, Tensor) else _leaf(np.asarray(ct), False)
     return ct.copy() if isinstance(ct, np.ndarray) and not ct.flags.writeable else ct
@@ -145,6 +149,39 @@ def grad(f, argnums=0, has_aux=False):
 
     _name(grad_f, "grad", f)
     return grad_f
+
+
+def holomorphic_grad(f, argnums=0):
+    """The complex derivative f'(z) of a holomorphic `f` with complex input and output (HIPS
+    autograd's `holomorphic_grad`, JAX's `grad(f, holomorphic=True)`): the gradient of Re(f), which
+    the Cauchy-Riemann equations make f'(z). A real input or a real output is refused, as JAX does
+    (f'(x) at a real x needs complex tangents).
+
+    >>> holomorphic_grad(lambda z: z * (1.0 + 0.2j))(1.0 + 0.0j)
+    np.complex128(1+0.2j)
+    """
+
+    def real_part(*args, **kwargs):
+        out = f(*args, **kwargs)
+        if _dtype(out).kind != "c":
+            raise user_error(TypeError, "holomorphic_grad", f"the function's output has dtype {_dtype(out)}: "
+                             "holomorphic_grad differentiates functions with complex outputs (use dg.grad for a "
+                             "real output)")
+        return real(out)
+
+    g = grad(real_part, argnums)
+
+    def holomorphic_grad_f(*args, **kwargs):
+        _, nums = _normalize_argnums(argnums, len(args), "holomorphic_grad")
+        for n in nums:
+            for leaf in tree_flatten(args[n])[0]:
+                if _dtype(leaf).kind != "c":
+                    raise user_error(TypeError, "holomorphic_grad", f"argument {n} has dtype {_dtype(leaf)}: "
+                                     "holomorphic_grad needs complex inputs (pass x + 0j)")
+        return g(*args, **kwargs)
+
+    _name(holomorphic_grad_f, "holomorphic_grad", f)
+    return holomorphic_grad_f
 
 
 def vjp(f, *primals):

@@ -18,7 +18,7 @@ from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
 from .shapes import summed_axes
-from .structural import broadcast_to, reshape, sum_to
+from .structural import broadcast_to, real, reshape, sum_to
 from .structural import sum as sum_
 from .tensor import Tensor, _leaf, enable_grad, is_symbolic, storage_write, write_clock
 
@@ -158,6 +158,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
             # isinstance, not type(...) is Tensor: a subclass such as dg.nn.Parameter is a box of this level too
             values = [a._value if isinstance(a, Tensor) and a._level == level else a for a in inputs]
         joint = None if type(rules) is tuple else rules(g, out, *values, **(attrs or {}))
+        complex_out = _dtype(out).kind == "c"  # then a real input's cotangent is the real part of what its rule gives
         for i, a in enumerate(inputs):
             if not (isinstance(a, Tensor) and a._requires_grad and a._level == level):
                 continue
@@ -172,6 +173,8 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
                 ct = joint[i]
                 if ct is None:
                     continue
+            if complex_out and a._value.dtype.kind != "c" and _dtype(ct).kind == "c":
+                ct = real(ct)
             if check:
                 check_gradient(node, i, ct)
             shape = a._value.shape
@@ -256,16 +259,18 @@ _SOLE = next(_with_references({None: np.empty(1)}))[2]  # the count of a value o
 
 
 def check_numeric(value, where, what, real_float=False):
-    """Refuses an output or cotangent that is not numeric (None, a string, an object) or is complex
-    (not supported yet); with `real_float`, anything but a real floating-point value (JAX's rule
-    for what `grad` differentiates)."""
+    """Refuses an output or cotangent that is not numeric (None, a string, an object); with
+    `real_float`, anything but a real floating-point value (JAX's rule for what `grad`
+    differentiates: a complex output needs `holomorphic_grad`, or its real part or modulus)."""
     try:
         dtype = _dtype(value)
     except Exception:
         dtype = np.dtype(object)
-    allowed = "f" if real_float else "biuf"
+    allowed = "f" if real_float else "biufc"
     if dtype.kind not in allowed or isinstance(value, (str, bytes)) or value is None:
         described = type(value).__name__ if not isinstance(value, (Tensor, np.ndarray, np.generic)) else \
             f"dtype {dtype}"
-        need = "real floating-point values" if real_float else "bool, integer or real floating-point values"
-        raise user_error(TypeError, where, f"{what} must be {need}, got {described}")
+        need = "real floating-point values" if real_float else "bool, integer, floating-point or complex values"
+        hint = ("; for a holomorphic function use dg.holomorphic_grad, else differentiate its real part, imaginary "
+                "part or abs()") if real_float and dtype.kind == "c" else ""
+        raise user_error(TypeError, where, f"{what} must be {need}, got {described}{hint}")

@@ -71,3 +71,9 @@ def attr(name):
         return np.dtype(dtype) if attrs.get(name) is None else np.dtype(attrs[name])
 
     return rule
+
+
+def real_part(dtype, /, *others, **attrs):
+    """The real dtype of a complex one (np.real, np.abs, np.angle); a real dtype as it is."""
+    dtype = np.dtype(dtype if not isinstance(dtype, type) else _WEAK[dtype])
+    return np.finfo(dtype).dtype if dtype.kind == "c" else dtype

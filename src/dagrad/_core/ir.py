@@ -120,7 +120,7 @@ class Graph:
             # the shape the code sees: a box's own (one example's under vmap), a node's (None: unknown rank)
             shape = inner._shape if isinstance(inner, Symbol) and (inner is value or inner._shape is None) else \
                 tuple(value.shape) if isinstance(value, Tensor) else np.shape(inner)
-            node = new_symbol(self, "placeholder", shape, value.dtype, requires_grad=value.dtype.kind == "f",
+            node = new_symbol(self, "placeholder", shape, value.dtype, requires_grad=value.dtype.kind in "fc",
                               name="captured")
             entry = self.captured[id(value)] = (value, node)
         return entry[1]
@@ -457,7 +457,7 @@ def build(op, args, attrs):
     dtype = _infer_dtype(op, inputs, attrs)
     requires_grad = any(isinstance(a, Symbol) and a._requires_grad for a in inputs)
     return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs,
-                      requires_grad and op.differentiable and dtype.kind == "f")
+                      requires_grad and op.differentiable and dtype.kind in "fc")
 
 
 def _lifted(graph, tensor):

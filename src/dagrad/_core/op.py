@@ -110,16 +110,14 @@ def public(op):
 
 
 # Python types an op may take beside Tensors without a look at their dtype
-_PLAIN = frozenset((float, int, bool, type(None), np.float64, np.float32, np.int64))
+_PLAIN = frozenset((float, int, bool, complex, type(None), np.float64, np.float32, np.int64, np.complex128))
 
 
 def check_plain(op, value):
-    """Refuses a non-Tensor operand of complex dtype (its imaginary part would be dropped going back)
-    or object dtype. Strings need no check here: NumPy refuses them itself."""
+    """Refuses a non-Tensor operand of object dtype (values no op computes with). Strings need no
+    check here: NumPy refuses them itself."""
     if isinstance(value, (np.ndarray, np.generic)):
         kind = value.dtype.kind
-    elif isinstance(value, complex):
-        kind = "c"
     elif isinstance(value, (list, tuple)):
         try:
             kind = np.asarray(value).dtype.kind
@@ -127,10 +125,9 @@ def check_plain(op, value):
             return
     else:
         return
-    if kind in "cO":
-        what = "complex numbers are not supported yet" if kind == "c" else "object arrays are not supported"
-        raise user_error(TypeError, op.name, f"an operand of dtype {np.asarray(value).dtype} ({what}; dagrad "
-                         f"computes on bool, integer and real floating-point values)", value)
+    if kind == "O":
+        raise user_error(TypeError, op.name, "an operand of dtype object (object arrays are not supported; dagrad "
+                         "computes on bool, integer, floating-point and complex values)", value)
 
 
 def _call_forward(op, values, attrs):
@@ -213,7 +210,7 @@ def apply(op, args, attrs=None):
             values.append(a._value)
         else:
             kind = type(a)
-            if kind not in _PLAIN and (kind is not np.ndarray or a.dtype.kind in "cO"):
+            if kind not in _PLAIN and (kind is not np.ndarray or a.dtype.kind == "O"):
                 check_plain(op, a)
             values.append(a)
     if op.boxed_index and _index_level(attrs):  # a vmap box in the index, over an eager tensor or an array
@@ -232,7 +229,7 @@ def _apply_traced(op, args, attrs):
             symbolic = symbolic or a._symbolic
             if top is None or a._level > top._level:
                 top = a
-        elif type(a) not in _PLAIN and (type(a) is not np.ndarray or a.dtype.kind in "cO"):
+        elif type(a) not in _PLAIN and (type(a) is not np.ndarray or a.dtype.kind == "O"):
             check_plain(op, a)
     if op.boxed_index:
         index_level = _index_level(attrs)

@@ -1,8 +1,9 @@
-"""The structural ops: reshape, broadcast_to, sum and sum_to.
+"""The structural ops: reshape, broadcast_to, sum, sum_to and real.
 
 They are in the core because the engine needs them by identity: the reverse sweep reduces a
-cotangent to its input's shape with them (unbroadcast, `_core/autodiff.py`). The op library
-(ops/shape.py, ops/reduce.py) re-exports them beside the other shape ops and reductions.
+cotangent to its input's shape with them (unbroadcast, `_core/autodiff.py`), and takes the real
+part of a complex cotangent that reaches a real input. The op library (ops/shape.py,
+ops/reduce.py, ops/elementwise.py) re-exports them beside the other ops of their kind.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import math
 
 import numpy as np
 
-from .batching import lead, over_axes
-from .dtypes import accumulated, first
+from .batching import elementwise, lead, over_axes
+from .dtypes import accumulated, first, real_part
 from .errors import user_error
 from .op import apply, batch_loop, defop, public
 from .shapes import (
@@ -219,3 +220,25 @@ def sum(x, axis=None, keepdims=False):
     array([2., 2., 2.])
     """
     return apply(_sum, (x,), {"axis": normalize_axis(axis, _ndim(x), "sum", x), "keepdims": bool(keepdims)})
+
+
+# Complex numbers follow JAX and HIPS autograd: a cotangent ct of z pairs with a tangent t as
+# Re(ct * t), without conjugation. So Re(z)'s tangent is Re(t), and its cotangent is g itself
+# (Re(g * t) = g * Re(t) for real g), and the real part of a complex cotangent is what a real
+# input receives (the engine takes it there).
+_real = defop(
+    "real",
+    np.real,
+    vjp=(lambda g, out, x: g,),
+    jvp=(lambda t, out, x: real(t),),
+    shape=lambda shape: shape,
+    nargs=1,
+    dtype=real_part,
+    batch=elementwise,
+)
+real = _real.function
+real.__doc__ = """The real part, as `np.real` (of a real array: the array itself).
+
+>>> real(np.array([1 + 2j, 3 - 1j]))
+array([1., 3.])
+"""

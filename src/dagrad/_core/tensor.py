@@ -463,17 +463,18 @@ def _as_array(data, dtype, where, requires_grad=False):
     except (ValueError, TypeError) as err:
         kind = TypeError if isinstance(err, TypeError) else ValueError
         raise user_error(kind, where, f"cannot make a tensor of {type(data).__name__} data ({err})") from None
-    if value.dtype.kind not in "biuf":
-        raise user_error(TypeError, where, f"unsupported dtype {value.dtype} (dagrad holds bool, integer and real "
-                         "floating-point data; complex numbers are not supported yet)")
+    if value.dtype.kind not in "biufc":
+        raise user_error(TypeError, where, f"unsupported dtype {value.dtype} (dagrad holds bool, integer, "
+                         "floating-point and complex data)")
     if requires_grad:
         _check_differentiable_dtype(value.dtype, where)
     return value
 
 
 def _check_differentiable_dtype(dtype, where):
-    if np.dtype(dtype).kind != "f":
-        raise user_error(TypeError, where, f"only floating-point tensors can require gradients, got dtype {dtype}")
+    if np.dtype(dtype).kind not in "fc":
+        raise user_error(TypeError, where, f"only floating-point and complex tensors can require gradients, got "
+                         f"dtype {dtype}")
 
 
 def is_symbolic(value):

@@ -21,7 +21,7 @@ from .program import Program
 from .signature import leaf_names, leaf_paths
 
 CACHE_SIZE = 64  # signatures kept per compiled function; the least recently used is dropped beyond this
-ARRAY_KINDS = "biuf"  # dtype kinds an array argument may have: bool, integers, floats (complex not yet)
+ARRAY_KINDS = "biufc"  # dtype kinds an array argument may have: bool, integers, floats, complex
 
 
 def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.compile and jax.jit)
@@ -160,7 +160,7 @@ class Compiled:
                 for k in arrays:
                     value = leaves[k].numpy() if isinstance(leaves[k], Tensor) else np.asarray(leaves[k])
                     traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
-                                           requires_grad=value.dtype.kind == "f", name=names[k])
+                                           requires_grad=value.dtype.kind in "fc", name=names[k])
                 args, kwargs = tree_unflatten(treedef, traced)
                 out = self.f(*args, **kwargs)
         finally:
@@ -286,16 +286,14 @@ def _key(tree, leaves):
 
 
 def _check_arrays(f, treedef, leaves):
-    """Array arguments must be real numbers or booleans: complex values are not supported yet, and
-    strings and objects have no arithmetic."""
+    """Array arguments must be numbers or booleans: strings and objects have no arithmetic."""
     for k, leaf in enumerate(leaves):
         if _is_array(leaf):
             dtype = (leaf._value if isinstance(leaf, Tensor) else leaf).dtype
             if dtype.kind not in ARRAY_KINDS:
                 path = leaf_paths(f, treedef)[k]
-                what = "complex numbers are not supported yet" if dtype.kind == "c" else "it has no arithmetic"
-                raise user_error(TypeError, "dg.compile", f"argument {path} has dtype {dtype}: {what}; pass arrays "
-                                 "of floats, integers or booleans", leaf)
+                raise user_error(TypeError, "dg.compile", f"argument {path} has dtype {dtype}: it has no arithmetic; "
+                                 "pass arrays of numbers or booleans", leaf)
 
 
 def _output(value, graph):

@@ -57,12 +57,13 @@ from .._core.errors import op_error, user_error
 from .._core.shapes import as_index, is_sequence, normalize_axis
 from .._core.shapes import dtype_of as _dtype_of
 from .._core.shapes import shape_of as _shape_of
-from .._core.structural import shape_source
+from .._core.structural import real, shape_source
 from .._core.tensor import Tensor, _leaf
 from ..ops.elementwise import (
     abs,
     absolute,
     add,
+    angle,
     arccos,
     arccosh,
     arcsin,
@@ -73,6 +74,8 @@ from ..ops.elementwise import (
     astype,
     ceil,
     clip,
+    conj,
+    conjugate,
     cos,
     cosh,
     divide,
@@ -88,8 +91,11 @@ from ..ops.elementwise import (
     greater,
     greater_equal,
     hypot,
+    imag,
+    iscomplex,
     isfinite,
     isnan,
+    isreal,
     less,
     less_equal,
     log,
@@ -156,6 +162,16 @@ from ..ops.shape import (
 from . import linalg, random
 
 remainder = mod
+
+
+def iscomplexobj(x):
+    """Whether `x` has a complex dtype, as `np.iscomplexobj` (also of a Tensor)."""
+    return _dtype_of(x).kind == "c"
+
+
+def isrealobj(x):
+    """Whether `x` has a non-complex dtype, as `np.isrealobj` (also of a Tensor)."""
+    return not iscomplexobj(x)
 norm = linalg.norm
 
 

@@ -3,6 +3,12 @@
 For an elementwise op the Jacobian is diagonal, so multiplying by the partial derivative
 is both the vjp rule (applied to the cotangent) and the jvp rule (applied to the
 tangent): each op below declares one rule per input and uses it for both.
+
+Complex numbers follow JAX and HIPS autograd: a cotangent ct of z pairs with a tangent t as
+Re(ct * t), without conjugation, so a holomorphic op's one rule (multiply by f'(z)) serves
+complex values unchanged. The ops that are not holomorphic (abs, sign, conj, real, imag,
+angle) declare a vjp and a jvp of their own, and the ops defined only on real numbers (relu,
+sigmoid, softplus, erf; NumPy refuses floor, mod, arctan2, ...) refuse complex inputs.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ import operator
 
 import numpy as np
 
-from .._core.dtypes import attr, first, floating, of_ufunc, promoted
+from .._core.dtypes import attr, first, floating, of_ufunc, promoted, real_part
 from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core import batching
 from .._core.shapes import broadcast_shapes
+from .._core.structural import real
 from .._core.shapes import dtype_of as _dtype
 from .._core.tensor import Tensor, is_symbolic
 
@@ -31,6 +38,28 @@ def _elementwise(name, forward, rules, nargs, dtype=None):
 
 def _is_number(x):
     return isinstance(x, (int, float, np.number))
+
+
+def _is_complex(x):
+    return _dtype(x).kind == "c"
+
+
+def _nonholomorphic(name, forward, vjp, jvp, dtype=None):
+    # a unary op whose vjp and jvp differ on complex values (see the module docstring)
+    return defop(name, forward, vjp=(vjp,), jvp=(jvp,), shape=broadcast_shapes, nargs=1,
+                 dtype=dtype or of_ufunc(forward), batch=batching.elementwise).function
+
+
+def _real_only(name, forward):
+    """`forward`, refusing complex input: the op is defined on real numbers only."""
+
+    def checked(x):
+        if np.iscomplexobj(x):
+            raise TypeError(f"{name} is defined for real numbers only, got dtype {np.asarray(x).dtype} (take the "
+                            "real part, imaginary part or abs() first)")
+        return forward(x)
+
+    return checked
 
 
 # -- arithmetic
@@ -88,14 +117,39 @@ mod = _elementwise("mod", np.mod, (lambda g, out, x, y: g, _mod_rule_divisor), 2
 
 negative = _elementwise("negative", np.negative, (lambda g, out, x: -g,), 1)
 positive = _elementwise("positive", np.positive, (lambda g, out, x: g,), 1)
-abs = _elementwise("abs", np.abs, (lambda g, out, x: g * sign(x),), 1)  # abs'(0) = 0
+# abs'(0) = 0. Of complex z: d|z| = Re(conj(z) dz) / |z| = Re(conj(sign(z)) dz)
+abs = _nonholomorphic(
+    "abs", np.abs,
+    lambda g, out, x: g * conj(sign(x)) if _is_complex(x) else g * sign(x),
+    lambda t, out, x: real(conj(sign(x)) * t) if _is_complex(x) else t * sign(x),
+)
 absolute = abs
 reciprocal = _elementwise("reciprocal", np.reciprocal, (lambda g, out, x: -g * (out * out),), 1)
 square = _elementwise("square", np.square, (lambda g, out, x: g * (x * 2),), 1)
 
 # piecewise constant: the derivative is zero (not missing), as in PyTorch and JAX
 _ZERO = (lambda g, out, x, **attrs: g * 0,)
-sign = _elementwise("sign", np.sign, _ZERO, 1)
+
+
+# sign(z) = z / |z| is piecewise constant on reals, but not on complex numbers (0 at 0, as PyTorch's sgn):
+# d sign = (dz - sign * Re(conj(sign) dz)) / |z|
+def _sign_vjp(g, out, x):
+    if not _is_complex(x):
+        return g * 0
+    r = abs(x)
+    scale = where(r == 0, 0, 1 / where(r == 0, 1, r))
+    return (g - conj(out) * real(g * out)) * scale
+
+
+def _sign_jvp(t, out, x):
+    if not _is_complex(x):
+        return t * 0
+    r = abs(x)
+    scale = where(r == 0, 0, 1 / where(r == 0, 1, r))
+    return (t - out * real(conj(out) * t)) * scale
+
+
+sign = _nonholomorphic("sign", np.sign, _sign_vjp, _sign_jvp)
 floor = _elementwise("floor", np.floor, _ZERO, 1)
 ceil = _elementwise("ceil", np.ceil, _ZERO, 1)
 _round = defop("round", lambda x, decimals: np.round(x, decimals), vjp=_ZERO, jvp=_ZERO,
@@ -157,9 +211,20 @@ def _sigmoid(x):
     return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))[()]
 
 
-sigmoid = _elementwise("sigmoid", _sigmoid, (lambda g, out, x: g * (out * (1 - out)),), 1, of_ufunc(np.exp))
-relu = _elementwise("relu", lambda x: np.maximum(x, 0), (lambda g, out, x: where(x > 0, g, 0),), 1,  # relu'(0) = 0
-                    of_ufunc(np.maximum, int))
+def _real_ufunc(ufunc, *extra):
+    # NumPy's type resolution for `ufunc`, refusing complex inputs (the op is defined on reals only)
+    def rule(*dtypes, **attrs):
+        if any(d is complex or (not isinstance(d, type) and np.dtype(d).kind == "c") for d in dtypes):
+            raise TypeError(f"defined for real numbers only, got {dtypes}")
+        return ufunc.resolve_dtypes((*dtypes, *extra, None))[-1]
+
+    return rule
+
+
+sigmoid = _elementwise("sigmoid", _real_only("sigmoid", _sigmoid), (lambda g, out, x: g * (out * (1 - out)),), 1,
+                       _real_ufunc(np.exp))
+relu = _elementwise("relu", _real_only("relu", lambda x: np.maximum(x, 0)),  # relu'(0) = 0
+                    (lambda g, out, x: where(x > 0, g, 0),), 1, _real_ufunc(np.maximum, int))
 
 
 def _softplus(x):
@@ -167,7 +232,8 @@ def _softplus(x):
     return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))[()]
 
 
-softplus = _elementwise("softplus", _softplus, (lambda g, out, x: g * sigmoid(x),), 1, of_ufunc(np.exp))
+softplus = _elementwise("softplus", _real_only("softplus", _softplus), (lambda g, out, x: g * sigmoid(x),), 1,
+                        _real_ufunc(np.exp))
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -176,11 +242,34 @@ def _erf(x):
     # math.erf is exact to double precision; NumPy has no erf of its own. The ufunc is made here,
     # not once at import, so that the function stands alone (dg.compile's export copies it).
     x = np.asarray(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"erf is defined here for real numbers only, got dtype {x.dtype}")
     dtype = x.dtype if x.dtype.kind == "f" else np.float64
     return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=dtype)[()]
 
 
 erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1, floating)
+
+# -- complex numbers (see the module docstring for the convention)
+conj = _elementwise("conjugate", np.conjugate, (lambda g, out, x: conj(g),), 1)  # the same rule both ways
+conjugate = conj
+imag = _nonholomorphic(
+    "imag", np.imag,
+    lambda g, out, x: g * -1j if _is_complex(x) else g * 0,  # Im(dz) = Re(-i dz)
+    lambda t, out, x: imag(t),
+    real_part,
+)
+# d angle(z) = Im(conj(z) dz) / |z|^2 = Re(-i conj(z) dz) / |z|^2; of a real number: piecewise constant
+angle = _nonholomorphic(
+    "angle", np.angle,
+    lambda g, out, x: g * (conj(x) * -1j) / (real(x) ** 2 + imag(x) ** 2) if _is_complex(x) else g * 0,
+    lambda t, out, x: imag(conj(x) * t) / (real(x) ** 2 + imag(x) ** 2) if _is_complex(x) else t * 0,
+    real_part,
+)
+iscomplex = defop("iscomplex", np.iscomplex, shape=broadcast_shapes, nargs=1, dtype=lambda d: np.dtype(bool),
+                  batch=batching.elementwise).function
+isreal = defop("isreal", np.isreal, shape=broadcast_shapes, nargs=1, dtype=lambda d: np.dtype(bool),
+               batch=batching.elementwise).function
 
 # -- selection
 _where_rules = (None, lambda g, out, c, x, y: where(c, g, 0), lambda g, out, c, x, y: where(c, 0, g))
@@ -281,15 +370,15 @@ _full_like = defop(
 
 
 def _real_dtype(dtype, op, x):
-    """np.dtype(dtype), refused unless bool, integer or float: complex numbers are not supported yet,
-    and object or text arrays would carry values no op computes with."""
+    """np.dtype(dtype), refused unless bool, integer, float or complex: object or text arrays would
+    carry values no op computes with."""
     try:
         dtype = np.dtype(dtype)
     except TypeError as err:
         raise user_error(TypeError, op, f"{dtype!r} is not a dtype ({err})", x) from None
-    if dtype.kind not in "biuf":
-        raise user_error(TypeError, op, f"dtype {dtype} is not supported (dagrad holds bool, integer and float "
-                         f"data; complex numbers are not supported yet)", x)
+    if dtype.kind not in "biufc":
+        raise user_error(TypeError, op, f"dtype {dtype} is not supported (dagrad holds bool, integer, float and "
+                         f"complex data)", x)
     return dtype
 
 
@@ -300,9 +389,8 @@ def full_like(x, fill_value, dtype=None):
     >>> full_like(np.zeros(2), 1.5)
     array([1.5, 1.5])
     """
-    if type(fill_value) not in (int, float, bool) and np.asarray(fill_value).dtype.kind not in "biuf":
-        raise user_error(TypeError, "full_like", f"the fill value must be a real number, got {fill_value!r} "
-                         f"(complex numbers are not supported yet)", x)
+    if type(fill_value) not in (int, float, bool, complex) and np.asarray(fill_value).dtype.kind not in "biufc":
+        raise user_error(TypeError, "full_like", f"the fill value must be a number, got {fill_value!r}", x)
     return _filled(x, fill_value, dtype, "full_like")
 
 
@@ -328,9 +416,12 @@ def _astype_shape(shape, dtype):
 
 _astype = defop(
     "astype",
-    lambda x, dtype: np.asarray(x).astype(dtype, copy=False)[()],
-    vjp=(lambda g, out, x, dtype: astype(g, _dtype(x)),),
-    jvp=(lambda t, out, x, dtype: astype(t, dtype),),
+    lambda x, dtype: (np.real(x) if np.iscomplexobj(x) and dtype.kind != "c" else np.asarray(x)).astype(
+        dtype, copy=False)[()],
+    # a cast from complex to real keeps the real part (Re(dz)), so its cotangent is g itself, and
+    # a real input takes the real part of a complex cotangent
+    vjp=(lambda g, out, x, dtype: astype(real(g) if _is_complex(g) and not _is_complex(x) else g, _dtype(x)),),
+    jvp=(lambda t, out, x, dtype: astype(real(t) if _is_complex(t) and dtype.kind != "c" else t, dtype),),
     shape=_astype_shape,
     dtype=attr("dtype"),
     batch=batching.elementwise,
@@ -339,13 +430,14 @@ _astype = defop(
 
 @public(_astype)
 def astype(x, dtype):
-    """`x` cast to `dtype` (bool, integer or float); casting to a non-float dtype cuts the gradient.
+    """`x` cast to `dtype` (bool, integer, float or complex; complex to real keeps the real part, as
+    NumPy but without its warning); casting to bool or integers cuts the gradient.
 
     >>> astype(np.array([1.5, -2.0]), np.int64)
     array([ 1, -2])
     """
     dtype = _real_dtype(dtype, "astype", x)
-    if dtype.kind != "f" and isinstance(x, Tensor):
+    if dtype.kind not in "fc" and isinstance(x, Tensor):
         # no gradient through a cast to bool or integers: a graph's node (no values to detach) is
         # cut by a stop_gradient node, a value with values is detached
         x = stop_gradient(x) if is_symbolic(x) else x.detach()

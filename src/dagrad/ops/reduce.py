@@ -122,7 +122,7 @@ def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (None: all), as `np.mean`: a sum divided by the count."""
     axes = normalize_axis(axis, _ndim(x), "mean", x)
     total = sum(x, axis=axes, keepdims=keepdims)
-    if _dtype(x).kind != "f":
+    if _dtype(x).kind not in "fc":
         total = astype(total, np.float64)
     return total / _count(x, axes, keepdims)
 

@@ -80,7 +80,7 @@ def placeholder(first=_MISSING, second=_MISSING, name=None, *, shape=_MISSING, d
                          "placeholder(dtype, shape=None) as in TF1")
     shape = None if given_shape is _MISSING else _sizes(given_shape)
     dtype = _dtype("float64" if given_dtype is _MISSING else given_dtype)
-    return new_symbol(get_default_graph(), "placeholder", shape, dtype, requires_grad=dtype.kind == "f", name=name)
+    return new_symbol(get_default_graph(), "placeholder", shape, dtype, requires_grad=dtype.kind in "fc", name=name)
 
 
 def _names_a_dtype(value):
@@ -121,17 +121,17 @@ def _sizes(shape):
 
 
 def _check_kind(op, dtype):
-    """Static graphs hold booleans, integers and floats (complex numbers are not supported yet)."""
-    if dtype.kind not in "biuf":
-        what = "complex numbers are not supported yet" if dtype.kind == "c" else "it has no arithmetic"
-        raise user_error(TypeError, op, f"unsupported dtype {dtype}: {what}; use a boolean, integer or float dtype")
+    """Static graphs hold booleans, integers, floats and complex numbers."""
+    if dtype.kind not in "biufc":
+        raise user_error(TypeError, op, f"unsupported dtype {dtype}: it has no arithmetic; use a boolean, integer, "
+                         "float or complex dtype")
 
 
 def constant(value, dtype=None, name=None):
     """A constant node of the default graph."""
     data = _data("constant", value, dtype)
     # a float constant can be differentiated against, as in TensorFlow (gradients w.r.t. it)
-    node = new_symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
+    node = new_symbol(get_default_graph(), "constant", data.shape, data.dtype, requires_grad=data.dtype.kind in "fc",
                       name=name)
     node._data = data
     return node
@@ -152,7 +152,7 @@ def Variable(value, name=None, trainable=True, dtype=None):
     (array([1., 2., 3.]), array([0., 0., 0.]))
     """
     data = _data("Variable", value, dtype)
-    node = new_symbol(get_default_graph(), "variable", data.shape, data.dtype, requires_grad=data.dtype.kind == "f",
+    node = new_symbol(get_default_graph(), "variable", data.shape, data.dtype, requires_grad=data.dtype.kind in "fc",
                       name=name, cls=VariableSymbol)
     node._data = data
     node.trainable = bool(trainable)

@@ -89,10 +89,12 @@ def _deferred(ys, seeds, xs, i):
     """The deferred gradient for xs[i]; its dtype is the one the rules give when no other dtype enters."""
     x = xs[i]
     dtype = x._dtype
-    if dtype.kind == "f":
-        dtype = np.result_type(dtype, *[y._dtype for y in ys if y._dtype.kind == "f"])
+    if dtype.kind in "fc":
+        dtype = np.result_type(dtype, *[y._dtype for y in ys if y._dtype.kind in "fc"])
+        if x._dtype.kind == "f":  # a real input's gradient is real, whatever complex values it went through
+            dtype = np.finfo(dtype).dtype
     return new_symbol(x.graph, "op", x._shape, dtype, _GRADIENT, (*ys, *seeds, *xs), {"ys": len(ys), "x": i},
-                      requires_grad=dtype.kind == "f")
+                      requires_grad=dtype.kind in "fc")
 
 
 def _listed(nodes):
