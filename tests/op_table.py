@@ -84,6 +84,8 @@ BINARY = {
     "mod": (dg.mod, np.mod, _t("remainder"), {"low": 0.5, "high": 2.0}),
     "arctan2": (dg.arctan2, np.arctan2, _t("atan2"), {}),
     "hypot": (dg.hypot, np.hypot, _t("hypot"), {"low": 0.5, "high": 2.0}),
+    "logaddexp": (dnp.logaddexp, np.logaddexp, _t("logaddexp"), {}),
+    "logaddexp2": (dnp.logaddexp2, np.logaddexp2, _t("logaddexp2"), {}),
     "fmax": (dg.fmax, np.fmax, _t("fmax"), {}),
     "fmin": (dg.fmin, np.fmin, _t("fmin"), {}),
 }
@@ -139,6 +141,20 @@ UNARY = {
 for _name, (_f, _ref, _tref, _kw) in UNARY.items():
     for _shape in [(), (4,), (2, 3)]:
         case(_name, _f, _ref, _shape, torch_ref=_tref, **_kw)
+
+# -- complex numbers, from real inputs (tests/test_complex.py checks them on complex inputs)
+case("real", lambda x: dg.real(dg.exp(x * 1j) * x), lambda x: np.real(np.exp(x * 1j) * x), (2, 3))
+case("real", dg.real, np.real, (4,), name="real of a real array")
+case("imag", lambda x: dg.imag(dg.exp(x * 1j) * x), lambda x: np.imag(np.exp(x * 1j) * x), (2, 3))
+case("imag", lambda x: dg.imag(x) + x, lambda x: np.imag(x) + x, (4,), name="imag of a real array")
+case("conjugate", lambda x, y: dg.real(dg.conj(x + y * 1j) * (x * 2j)),
+     lambda x, y: np.real(np.conj(x + y * 1j) * (x * 2j)), (3,), (3,))
+case("angle", lambda x, y: dg.angle(x + y * 1j), lambda x, y: np.angle(x + y * 1j), (2, 3), (2, 3))
+case("angle", dg.angle, np.angle, (4,), name="angle of a real array")
+case("iscomplex", lambda x: dg.iscomplex(x * 1j + (x > 0)), lambda x: np.iscomplex(x * 1j + (x > 0)), (4,),
+     differentiable=False)
+case("isreal", lambda x: dg.isreal(x * 1j + (x > 0)), lambda x: np.isreal(x * 1j + (x > 0)), (4,),
+     differentiable=False)
 
 case("round", lambda x: dg.round(x * 10), lambda x: np.round(x * 10), (5,), torch_ref=lambda x: _t("round")(x * 10))
 case("round", lambda x: dg.round(x, 2), lambda x: np.round(x, 2), (5,), name="round(x, 2)")

@@ -17,7 +17,8 @@ from dagrad._core.ir import Symbol
 from dagrad._core.op import REGISTRY
 from op_table import CASES
 
-DTYPES = [np.bool_, np.uint8, np.int8, np.int32, np.int64, np.float16, np.float32, np.float64]
+DTYPES = [np.bool_, np.uint8, np.int8, np.int32, np.int64, np.float16, np.float32, np.float64, np.complex64,
+          np.complex128]
 
 
 def _run(graph, feeds):
@@ -39,6 +40,8 @@ def _inputs(case, dtype):
         return [v > 0 for v in values]
     if np.dtype(dtype).kind in "iu":
         return [np.round(np.abs(v) if np.dtype(dtype).kind == "u" else v).astype(dtype) for v in values]
+    if np.dtype(dtype).kind == "c":
+        return [(v + 0.5j * v[::-1] if v.ndim else v + 0.5j).astype(dtype) for v in values]
     return [v.astype(dtype) for v in values]
 
 

@@ -158,7 +158,7 @@ def test_grad_of_a_constant_float_is_zero():
 
 
 @pytest.mark.parametrize("transform", ["vjp", "jvp", "jacobian"])
-@pytest.mark.parametrize("output", [None, "a", np.array([1j])])
+@pytest.mark.parametrize("output", [None, "a"])
 def test_other_transforms_refuse_non_numeric_outputs(transform, output):
     f = lambda x: output  # noqa: E731
     with pytest.raises(TypeError, match=transform):
@@ -170,29 +170,36 @@ def test_other_transforms_refuse_non_numeric_outputs(transform, output):
             dg.jacobian(f)(np.ones(2))
 
 
-def test_complex_tangents_and_cotangents_are_refused():
-    with pytest.raises(TypeError, match="jvp.*tangent"):
+def test_complex_tangents_of_real_primals_and_cotangents_of_real_outputs_are_refused():
+    # as JAX: a real function has no derivative along an imaginary direction (dropping it would be silent)
+    line = _here(2)
+    with pytest.raises(TypeError, match="jvp: a tangent has dtype complex128 but its primal has dtype float64") as info:
         dg.jvp(lambda x: x * 2, (np.ones(2),), (np.array([1j, 1j]),))
+    assert line in str(info.value)
     _, f_vjp = dg.vjp(lambda x: x * 2, np.ones(2))
-    with pytest.raises(TypeError, match="vjp.*cotangent"):
+    with pytest.raises(TypeError, match="vjp: a cotangent has dtype complex128 but its output has dtype float64"):
         f_vjp(np.array([1j, 1j]))
 
 
-# -- complex and object values are refused where they enter
-@pytest.mark.parametrize("operand", [np.array([1j]), 1j, np.complex128(2j), np.array([object()], dtype=object)])
-def test_complex_and_object_operands_are_refused_by_ops(operand):
+# -- object values are refused where they enter; complex ones compute
+def test_object_operands_are_refused_by_ops():
     x = dg.tensor([1.0, 2.0], requires_grad=True)
     line = _here(2)
-    with pytest.raises(TypeError, match="multiply") as info:
-        x * operand
+    with pytest.raises(TypeError, match="multiply.*object") as info:
+        x * np.array([object()], dtype=object)
     assert line in str(info.value)
 
 
-def test_complex_operands_are_refused_under_transforms_too():
-    with pytest.raises(TypeError, match="multiply.*complex"):
-        dg.grad(lambda x: dg.sum(x * np.array([1j])).real)(np.ones(1))
-    with pytest.raises(TypeError, match="add.*complex"):
-        dg.jvp(lambda x: x + 1j, (np.ones(1),), (np.ones(1),))
+@pytest.mark.parametrize("operand", [np.array([1j]), 1j, np.complex128(2j)])
+def test_complex_operands_compute_and_a_real_input_gets_the_real_part_of_the_gradient(operand):
+    x = dg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * operand
+    assert y.dtype == np.complex128
+    np.testing.assert_allclose(y.numpy(), np.array([1.0, 2.0]) * operand)
+    (y * y).real.sum().backward()  # sum of Re((x c)^2) = x^2 Re(c^2): gradient 2 x Re(c^2), real
+    assert x.grad.dtype == np.float64
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.array([1.0, 2.0]) * np.real(np.asarray(operand) ** 2).ravel())
+    assert dg.grad(lambda x: dg.sum(x * np.array([1j])).imag)(np.ones(1)) == np.array([1.0])
 
 
 def test_a_string_operand_is_a_type_error_naming_the_op():
@@ -212,19 +219,9 @@ def test_function_forward_must_return_arrays_of_supported_dtypes():
         def backward(ctx, g):
             return g
 
-    class Complex(dg.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 1j
-
-        @staticmethod
-        def backward(ctx, g):
-            return g
-
     x = dg.tensor([1.0], requires_grad=True)
     line = _here(2)
     with pytest.raises(TypeError, match="Listed.forward.*list") as info:
         Listed.apply(x)
     assert line in str(info.value)
-    with pytest.raises(TypeError, match="Complex.forward.*complex128"):
-        Complex.apply(x)
+

@@ -255,7 +255,9 @@ def test_vmap_in_a_static_graph(batch):
     _static_case(batch)
 
 
-STATIC_ROWS = [c for c in ALL if c.op not in LOOPING and not str(c).startswith(("x[mask]", "norm"))][::4]
+# scatter_along_axis's result shape holds the batch size: with an unknown one it loops (and says so), as LOOPING ops
+STATIC_ROWS = [c for c in ALL if c.op not in LOOPING | {"scatter_along_axis"}
+               and not str(c).startswith(("x[mask]", "norm"))][::4]
 
 
 @pytest.mark.parametrize("c", STATIC_ROWS, ids=_ids(STATIC_ROWS))

@@ -16,12 +16,12 @@ from ._core.shapes import normalize_axis_index
 from ._core.shapes import shape_of as _shape
 from ._core.tensor import Tensor
 from .ops.elementwise import abs as abs_
-from .ops.elementwise import astype, equal, exp, isfinite, isnan, log1p, logical_or, maximum, not_equal, sin, where
+from .ops.elementwise import astype, equal, isfinite, isnan, logical_or, not_equal, sin, where
 from .ops.reduce import sum as sum_
 from .ops.shape import broadcast_to, concatenate, flip, getitem, reshape, stack, swapaxes, take, transpose
 
 __all__ = ["all", "any", "append", "array_split", "c_", "cross", "deg2rad", "degrees", "diff", "dsplit", "fabs",
-           "fliplr", "flipud", "gradient", "hsplit", "kron", "logaddexp", "logaddexp2", "nan_to_num", "r_",
+           "fliplr", "flipud", "gradient", "hsplit", "kron", "nan_to_num", "r_",
            "rad2deg", "radians", "real_if_close", "roll", "rollaxis", "rot90", "select", "sinc", "vsplit"]
 
 
@@ -73,27 +73,6 @@ def sinc(x):
     zero = equal(x, 0)
     safe = where(zero, 1.0, x) * math.pi
     return where(zero, 1.0, sin(safe) / safe)
-
-
-def logaddexp(x1, x2):
-    """`np.logaddexp`: log(exp(x1) + exp(x2)) without overflow; its gradient is the softmax weights.
-
-    >>> logaddexp(np.array([0.0, 1000.0]), np.array([0.0, 1000.0]))
-    array([6.93147181e-01, 1.00069315e+03])
-    """
-    if not _traced(x1, x2):
-        return _numpy("logaddexp", x1, x2)
-    top = maximum(x1, x2)
-    gap = x1 - x2
-    finite = equal(gap, gap)  # both -inf (or +inf): the maximum is the answer
-    return top + where(finite, log1p(exp(-abs_(where(finite, gap, 0.0)))), 0.0)
-
-
-def logaddexp2(x1, x2):
-    """`np.logaddexp2`: log2(2**x1 + 2**x2)."""
-    if not _traced(x1, x2):
-        return _numpy("logaddexp2", x1, x2)
-    return logaddexp(x1 * math.log(2), x2 * math.log(2)) / math.log(2)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):

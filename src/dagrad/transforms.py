@@ -32,6 +32,15 @@ def _differentiable_input(x, where):
     return value
 
 
+def _check_complex_kind(t, like, where, what):
+    """A complex tangent (cotangent) for a real primal (output) is refused, as JAX does: the real
+    function has no derivative along an imaginary direction, and dropping it would be silent."""
+    if _dtype(t).kind == "c" and _dtype(like).kind != "c":
+        whose = "primal" if what == "a tangent" else "output"
+        raise user_error(TypeError, where, f"{what} has dtype {_dtype(t)} but its {whose} has dtype {_dtype(like)}: "
+                         f"a real value takes real {what[2:]}s", t)
+
+
 def _unbox(x, level):
     return x._value if isinstance(x, Tensor) and x._level == level else x
 
@@ -206,6 +215,7 @@ def vjp(f, *primals):
         seeds = []
         for o, ct in zip(out_leaves, ct_leaves):
             check_numeric(ct, "vjp", "a cotangent")
+            _check_complex_kind(ct, o, "vjp", "a cotangent")
             if not isinstance(ct, Tensor):
                 ct = np.asarray(ct, dtype=_dtype(o))
             if _shape(ct) != _shape(o):
@@ -235,6 +245,7 @@ def jvp(f, primals, tangents):
     for p, t in zip(p_leaves, t_leaves):
         value = _differentiable_input(p, "jvp")
         check_numeric(t, "jvp", "a tangent")
+        _check_complex_kind(t, value, "jvp", "a tangent")
         if not isinstance(t, Tensor):
             t = np.asarray(t, dtype=_dtype(value))
         if _shape(t) != _shape(value):

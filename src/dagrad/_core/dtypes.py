@@ -41,12 +41,14 @@ def promoted(*dtypes, **attrs):
 
 
 def floating(*dtypes, **attrs):
-    """np.linalg's rule (erf's too): float64 as soon as one input is a bool or an integer, else the
-    promoted float type (float32 with int8 is float64 there, not float32 as promotion says)."""
+    """np.linalg's rule (erf's too): float64 (complex128 with a complex input) as soon as one input is
+    a bool or an integer, else the promoted type (float32 with int8 is float64 there, not float32 as
+    promotion says)."""
     values = _values(dtypes)
-    if any(np.result_type(v).kind != "f" for v in values):
-        return np.dtype(np.float64)
-    return np.result_type(*values)
+    kinds = {np.result_type(v).kind for v in values}
+    if kinds <= {"f", "c"}:
+        return np.result_type(*values)
+    return np.dtype(np.complex128 if "c" in kinds else np.float64)
 
 
 def accumulated(dtype, /, *others, **attrs):

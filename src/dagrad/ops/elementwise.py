@@ -171,6 +171,12 @@ log = _elementwise("log", np.log, (lambda g, out, x: g / x,), 1)
 log2 = _elementwise("log2", np.log2, (lambda g, out, x: g / (x * _LN2),), 1)
 log10 = _elementwise("log10", np.log10, (lambda g, out, x: g / (x * _LN10),), 1)
 log1p = _elementwise("log1p", np.log1p, (lambda g, out, x: g / (x + 1),), 1)
+# log(e^x + e^y): the derivatives are the softmax weights e^(x - out), smooth at every order (a composition
+# through maximum and abs would lose the second derivative where x == y)
+logaddexp = _elementwise("logaddexp", np.logaddexp,
+                         (lambda g, out, x, y: g * exp(x - out), lambda g, out, x, y: g * exp(y - out)), 2)
+logaddexp2 = _elementwise("logaddexp2", np.logaddexp2,
+                          (lambda g, out, x, y: g * exp2(x - out), lambda g, out, x, y: g * exp2(y - out)), 2)
 sqrt = _elementwise("sqrt", np.sqrt, (lambda g, out, x: g / (out * 2),), 1)
 
 # -- trigonometric and hyperbolic
@@ -264,7 +270,8 @@ angle = _nonholomorphic(
     "angle", np.angle,
     lambda g, out, x: g * (conj(x) * -1j) / (real(x) ** 2 + imag(x) ** 2) if _is_complex(x) else g * 0,
     lambda t, out, x: imag(conj(x) * t) / (real(x) ** 2 + imag(x) ** 2) if _is_complex(x) else t * 0,
-    real_part,
+    # np.angle of a real array is arctan2(0, x)
+    lambda d: real_part(d) if d is complex or np.dtype(d).kind == "c" else of_ufunc(np.arctan2)(int, d),
 )
 iscomplex = defop("iscomplex", np.iscomplex, shape=broadcast_shapes, nargs=1, dtype=lambda d: np.dtype(bool),
                   batch=batching.elementwise).function

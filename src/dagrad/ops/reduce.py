@@ -14,7 +14,7 @@ from .._core.shapes import normalize_axis, normalize_axis_index, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
-from .elementwise import astype, equal, logical_and, logical_not, maximum, ones_like, where
+from .elementwise import astype, conj, equal, logical_and, logical_not, maximum, ones_like, real, where
 from .._core.structural import reshape, sum, sum_to  # noqa: F401  (sum and sum_to are this family's, defined in the core)
 from .._core.structural import reduction_shape as _reduction_shape
 from .shape import as_array, flip
@@ -157,12 +157,14 @@ def prod(x, axis=None, keepdims=False):
 
 
 def var(x, axis=None, ddof=0, keepdims=False):
-    """Variance over `axis` with `ddof` delta degrees of freedom, as `np.var`."""
+    """Variance over `axis` with `ddof` delta degrees of freedom, as `np.var` (of complex values:
+    the mean of |x - mean|^2, real)."""
     axes = normalize_axis(axis, _ndim(x), "var", x)
     centred = x - mean(x, axis=axes, keepdims=True)
     count = _count(x, axes, keepdims)
     dof = builtins.max(count - ddof, 0) if isinstance(count, int) else maximum(count - ddof, 0)
-    return sum(centred * centred, axis=axes, keepdims=keepdims) / dof
+    squares = real(centred * conj(centred)) if _dtype(x).kind == "c" else centred * centred
+    return sum(squares, axis=axes, keepdims=keepdims) / dof
 
 
 def std(x, axis=None, ddof=0, keepdims=False):

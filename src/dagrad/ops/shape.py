@@ -599,7 +599,12 @@ def _along_batch(op, values, batched, attrs):
     if len(values) > 2:  # sizes known only when a graph runs
         return batch_loop(op, values, batched, attrs), True
     size = next(_shape(v)[0] for v, b in zip(values, batched) if b)
-    values = [v if b else batch_broadcast(v, size) for v, b in zip(values, batched)]
+    if size is None and "shape" in attrs:  # scatter's result shape needs the batch size
+        return batch_loop(op, values, batched, attrs), True
+    # take_along_axis broadcasts its arguments, so an unmapped one needs only a batch axis of 1 (the size
+    # may be unknown until a graph runs)
+    values = [v if b else (np.expand_dims(v, 0) if size is None else batch_broadcast(v, size))
+              for v, b in zip(values, batched)]
     extra = {"shape": (size, *attrs["shape"])} if "shape" in attrs else {}
     return apply(op, tuple(values), {**attrs, "axis": attrs["axis"] + 1, **extra}), True
 

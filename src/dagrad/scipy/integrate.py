@@ -50,6 +50,9 @@ def _rhs(y, s, func, shape, args):
 
 def _forward(y0, t, *args, func, rtol, atol, mxstep, hmax):
     dtype = np.result_type(y0)  # the solution's dtype (as JAX's): LSODA computes in float64
+    if dtype.kind == "c":  # float64 would drop the imaginary part silently
+        raise TypeError("odeint integrates real states (SciPy's LSODA); pass the real and imaginary parts as two "
+                        "real states")
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     y0 = np.asarray(y0, dtype=np.float64)
     with np.errstate(all="ignore"), warnings.catch_warnings():  # a failure is raised below, not warned of

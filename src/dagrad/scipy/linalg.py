@@ -73,7 +73,10 @@ def _size(a):
 
 def _real_float(*arrays):
     """np.linalg's result dtype (the `floating` rule the ops declare): float64 as soon as one input is an
-    integer or a bool, else the inputs' promoted float type."""
+    integer or a bool, else the inputs' promoted float type. Complex matrices are refused: these
+    functions' rules are derived for real ones (a cast would drop the imaginary part silently)."""
+    if any(np.result_type(x).kind == "c" for x in arrays):
+        raise TypeError("defined here for real matrices only, got a complex one")
     if any(np.result_type(x).kind != "f" for x in arrays):
         return np.dtype(np.float64)
     return np.result_type(*arrays)
