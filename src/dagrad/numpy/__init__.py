@@ -159,7 +159,7 @@ from ..ops.shape import (
     tril,
     triu,
 )
-from . import linalg, random
+from . import fft, linalg, random
 
 remainder = mod
 
