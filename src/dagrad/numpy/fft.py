@@ -446,15 +446,14 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None):
 
 def _shifted(x, axes, sign, where):
     """numpy.fft's shifts: a roll by half of each axis' length."""
-    if not isinstance(x, Tensor):
-        try:
-            return (np.fft.fftshift if sign > 0 else np.fft.ifftshift)(x, axes)
-        except (TypeError, ValueError, IndexError) as err:
-            raise op_error(where, (x,), err) from None
+    x = _input(x, where)
     shape = _shape(x)
-    one = axes is not None and not is_sequence(axes)
-    axes = tuple(range(len(shape))) if axes is None else (axes,) if one else tuple(axes)
-    axes = tuple(normalize_axis_index(a, len(shape), where, x, name="axes") for a in axes)
+    if axes is None:
+        axes = range(len(shape))
+    axes = tuple(normalize_axis_index(a, len(shape), where, x, name="axes")
+                 for a in (axes if is_sequence(axes) else (axes,)))
+    if not isinstance(x, Tensor):
+        return (np.fft.fftshift if sign > 0 else np.fft.ifftshift)(x, axes)
     if any(shape[a] is None for a in axes):
         raise user_error(ValueError, where, f"needs the sizes of the axes it shifts, unknown here: shape {shape}", x)
     return roll(x, tuple(sign * (shape[a] // 2) for a in axes), axes)
