@@ -475,3 +475,39 @@ def _decay(y, t, k):
 case("odeint", lambda y0, k: _din.odeint(_decay, y0, _T, k, rtol=1e-10, atol=1e-10),
      lambda y0, k: _sci.odeint(lambda y, t: _decay(y, t, k), y0, _T, rtol=1e-10, atol=1e-10).astype(y0.dtype),
      (2,), (), low=0.5, high=1.5, eps=1e-4, tol={"rtol": 1e-5, "atol": 1e-7})
+
+# -- dagrad.numpy.fft: three ops (fftn complex to complex, rfftn, irfftn); rows take real parts so
+# that every row is a real function of real inputs (tests/test_fft.py checks complex inputs)
+import dagrad.numpy.fft as _dft  # noqa: E402
+
+
+def _parts(z):
+    return dg.real(z) - 2 * dg.imag(z)
+
+
+def _np_parts(z):
+    return np.real(z) - 2 * np.imag(z)
+
+
+_FFT_ROWS = [
+    ("fftn", lambda x: _dft.fft(x), lambda x: np.fft.fft(x), [(2, 5)], "fft(2, 5)"),
+    ("fftn", lambda x, y: _dft.ifft(x + 1j * y, 7, axis=1, norm="ortho"),
+     lambda x, y: np.fft.ifft(x + 1j * y, 7, axis=1, norm="ortho"), [(2, 5), (2, 5)], "ifft(x + iy, 7, ortho)"),
+    ("fftn", lambda x: _dft.fftn(x * (1 + 0.5j), s=(3, 2), axes=(0, 2), norm="forward"),
+     lambda x: np.fft.fftn(x * (1 + 0.5j), s=(3, 2), axes=(0, 2), norm="forward"), [(2, 3, 4)], "fftn s=(3, 2)"),
+    ("rfftn", lambda x: _dft.rfft(x, 8), lambda x: np.fft.rfft(x, 8), [(2, 5)], "rfft(2, 5) n=8"),
+    ("rfftn", lambda x: _dft.rfft2(x, s=(3, 3), axes=(0, 1), norm="ortho"),
+     lambda x: np.fft.rfft2(x, s=(3, 3), axes=(0, 1), norm="ortho"), [(4, 5)], "rfft2 s=(3, 3) ortho"),
+    ("rfftn", lambda x: _dft.ihfft(x), lambda x: np.fft.ihfft(x), [(3, 4)], "ihfft(3, 4)"),
+    ("irfftn", lambda x, y: _dft.irfft(x + 1j * y), lambda x, y: np.fft.irfft(x + 1j * y), [(2, 4), (2, 4)],
+     "irfft(x + iy)"),
+    ("irfftn", lambda x, y: _dft.irfft(x + 1j * y, 5, norm="forward"),
+     lambda x, y: np.fft.irfft(x + 1j * y, 5, norm="forward"), [(2, 4), (2, 4)], "irfft(x + iy, 5, forward)"),
+    ("irfftn", lambda x: _dft.irfftn(x, s=(3, 7), axes=(1, 2)), lambda x: np.fft.irfftn(x, s=(3, 7), axes=(1, 2)),
+     [(2, 4, 3)], "irfftn(real x, s=(3, 7))"),
+    ("irfftn", lambda x: _dft.hfft(x * (1 - 1j), 6), lambda x: np.fft.hfft(x * (1 - 1j), 6), [(2, 3)], "hfft n=6"),
+]
+for _op, _f, _ref, _shapes, _name in _FFT_ROWS:
+    _real_out = _name.startswith(("irfft", "hfft"))
+    case(_op, _f if _real_out else (lambda *a, f=_f: _parts(f(*a))),
+         _ref if _real_out else (lambda *a, r=_ref: _np_parts(r(*a))), *_shapes, name=_name)

@@ -75,3 +75,13 @@ def test_mle_student_t_fits_with_scipy_optimize_and_exact_gradients(capsys):
     est = out["estimate"]
     assert abs(est["loc"] - 1.5) < 0.1 and abs(est["scale"] - 0.8) < 0.1 and abs(est["df"] - 4.0) < 1.5
     assert "mean negative log-likelihood" in capsys.readouterr().out
+
+
+def test_spectral_loss_descends_to_the_closed_form_minimiser(capsys):
+    result = _load("spectral_loss").main()
+    losses = result["losses"]
+    assert all(a > b for a, b in zip(losses, losses[1:3])) and losses[-1] <= min(losses)
+    np.testing.assert_allclose(result["x"], result["exact"], atol=1e-10)
+    clean = result["clean"]
+    assert np.mean((result["x"] - clean) ** 2) < 0.5 * np.mean((result["y"] - clean) ** 2)
+    assert "distance to the closed-form minimiser" in capsys.readouterr().out

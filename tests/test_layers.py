@@ -16,7 +16,7 @@ LAYERS = [
     ("dagrad._core", 0), ("dagrad._version", 0),
     ("dagrad.ops", 1),
     ("dagrad.transforms", 2), ("dagrad.control", 2), ("dagrad.remat", 2), ("dagrad.lax", 3), ("dagrad.compile", 2),
-    ("dagrad.static", 3), ("dagrad.numpy", 3), ("dagrad.numpy_more", 3),
+    ("dagrad.static", 3), ("dagrad.numpy", 3), ("dagrad.numpy.fft", 3), ("dagrad.numpy_more", 3),
     ("dagrad.scipy", 3), ("dagrad.scipy.special", 3), ("dagrad.scipy.stats", 3), ("dagrad.scipy.linalg", 3),
     ("dagrad.scipy.signal", 3), ("dagrad.scipy.integrate", 3), ("dagrad.linalg", 3),
     ("dagrad.function", 3), ("dagrad.custom", 3),

@@ -90,6 +90,8 @@ LIMITS = {
                                         "eigenvectors' derivative needs known sizes",
     **{i: "the gradient of convolve's 'same' and 'valid' modes pads to the 'full' size: it needs the sizes"
        for i in IDS if i.startswith(("convolve(3, 4)", "convolve(2, 3)")) and not i.endswith("'full'")},
+    **{i: "the gradient of an FFT that crops or pads an axis (s) crops or pads back to that axis' size: it needs it"
+       for i in ("fftn s=(3, 2)", "rfft2 s=(3, 3) ortho")},
 }
 
 

@@ -161,7 +161,7 @@ from ..ops.shape import (
     tril,
     triu,
 )
-from . import linalg, random
+from . import fft, linalg, random
 
 remainder = mod
 
