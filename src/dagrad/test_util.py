@@ -36,9 +36,11 @@ def scalar_close(a, b):
 def check_equivalent(x, y):
     """`x` and `y` are in the same vector space and agree along a random direction (autograd's test)."""
     x_vs, y_vs = vspace(x), vspace(y)
-    assert x_vs == y_vs, f"VSpace mismatch:\nx: {x_vs}\ny: {y_vs}"
+    if x_vs != y_vs:
+        raise AssertionError(f"VSpace mismatch:\nx: {x_vs}\ny: {y_vs}")
     v = x_vs.randn()
-    assert scalar_close(x_vs.inner_prod(x, v), x_vs.inner_prod(y, v)), f"Value mismatch:\nx: {x}\ny: {y}"
+    if not scalar_close(x_vs.inner_prod(x, v), x_vs.inner_prod(y, v)):
+        raise AssertionError(f"Value mismatch:\nx: {x}\ny: {y}")
 
 
 def _as_arrays(x):

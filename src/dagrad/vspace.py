@@ -33,19 +33,6 @@ class VSpace:
 
     iscomplex = False
 
-    def add(self, x, y):
-        return self._map(lambda vs, a, b: a + b, x, y)
-
-    def scalar_mul(self, x, a):
-        return self._map(lambda vs, v: multiply(v, a), x)
-
-    def inner_prod(self, x, y):
-        return sum(self._values(self._map(lambda vs, a, b: vs._inner(a, b), x, y)))
-
-    def covector(self, x):
-        """The covector of `x` (its complex conjugate; `x` itself for a real space)."""
-        return self._map(lambda vs, v: vs._covector(v), x)
-
     def __eq__(self, other):
         return type(self) is type(other) and self._key() == other._key()
 
@@ -88,16 +75,17 @@ class ArrayVSpace(VSpace):
     def _key(self):
         return self.shape, self.dtype
 
-    def _map(self, f, *values):
-        return f(self, *values)
+    def add(self, x, y):
+        return x + y
 
-    def _values(self, x):
-        return [x]
+    def scalar_mul(self, x, a):
+        return multiply(x, a)
 
-    def _inner(self, x, y):
+    def inner_prod(self, x, y):
         return dot(ravel(x), ravel(y))
 
-    def _covector(self, x):
+    def covector(self, x):
+        """The covector of `x` (its complex conjugate; `x` itself for a real space)."""
         return x
 
 
@@ -125,10 +113,10 @@ class ComplexArrayVSpace(ArrayVSpace):
         return np.asarray(draw).astype(self.dtype)
 
     # NumPy's functions, so a traced value reaches dagrad's complex ops through __array_function__
-    def _inner(self, x, y):
+    def inner_prod(self, x, y):
         return np.real(np.dot(np.conj(np.ravel(x)), np.ravel(y)))
 
-    def _covector(self, x):
+    def covector(self, x):
         return np.conj(x)
 
 
@@ -162,13 +150,20 @@ class _ContainerVSpace(VSpace):
         return self.spaces
 
     def _map(self, f, *values):
+        """`f(space, *items)` for each item's space and the items of `values` at it, as a container."""
         return self._finish(self._map_items(f, self.spaces, *values))
 
-    def _inner(self, x, y):
-        return self.inner_prod(x, y)
+    def add(self, x, y):
+        return self._map(lambda vs, a, b: vs.add(a, b), x, y)
 
-    def _covector(self, x):
-        return self.covector(x)
+    def scalar_mul(self, x, a):
+        return self._map(lambda vs, v: vs.scalar_mul(v, a), x)
+
+    def inner_prod(self, x, y):
+        return sum(self._values(self._map(lambda vs, a, b: vs.inner_prod(a, b), x, y)))
+
+    def covector(self, x):
+        return self._map(lambda vs, v: vs.covector(v), x)
 
 
 class ListVSpace(_ContainerVSpace):

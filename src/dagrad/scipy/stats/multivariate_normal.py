@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
+from ..._core.shapes import dtype_of, shape_of
 from ...ops.elementwise import exp, log, where
 from ...ops.linalg import cholesky, diagonal, eigh, solve
 from ...ops.reduce import max as max_
 from ...ops.reduce import sum as sum_
 from ...ops.shape import expand_dims, squeeze
-from ..._core.shapes import dtype_of, shape_of
 
 __all__ = ["logpdf", "pdf", "entropy"]
 
