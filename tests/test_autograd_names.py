@@ -234,3 +234,22 @@ def test_grad_takes_autograds_argnum():
     assert dg.value_and_grad(f, argnum=1)(3.0, 2.0) == (12.0, 12.0)
     with pytest.raises(TypeError, match=r"grad: got both argnums and argnum.*" + HERE):
         dg.grad(f, argnums=1, argnum=1)
+
+
+def test_autograds_deprecated_rule_methods_warn_and_work():
+    x, y = RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2))
+    for define in ("defgrad", "defvjp", "defvjp_is_zero"):
+        mul = primitive(lambda a, b: a * b)
+        with pytest.warns(DeprecationWarning, match=f"primitive.{define} is deprecated"):
+            if define == "defgrad":
+                mul.defgrad(lambda ans, a, b: lambda g: b * g)
+                mul.defgrad(lambda ans, a, b: lambda g: a * g, argnum=1)
+            elif define == "defvjp":
+                mul.defvjp(lambda g, ans, vs, gvs, a, b: b * g)
+                mul.defvjp(lambda g, ans, vs, gvs, a, b: a * g, argnum=1)
+            else:
+                mul.defvjp_is_zero([0, 1])
+        grads = dg.grad(lambda a, b: dnp.sum(mul(a, b)), argnums=(0, 1))(x, y)
+        expected = (np.zeros((2, 2)), np.zeros((2, 2))) if define == "defvjp_is_zero" else (y, x)
+        np.testing.assert_array_equal(grads[0], expected[0])
+        np.testing.assert_array_equal(grads[1], expected[1])
