@@ -399,3 +399,20 @@ def test_bad_argnum_and_tensor():
         dg.multigrad_dict(lambda a, b: a * b)(1.0)
     with pytest.raises(TypeError, match=r"make_ggnvp: expects a function, got str.*" + HERE):
         dg.make_ggnvp(dnp.sin, g="sum")
+
+
+def test_tensor_jacobian_product_over_the_outputs_leading_axes():
+    f = lambda a: dnp.roll(dnp.sin(a), 1)
+    a, v = RNG.normal(size=(5, 4, 3)), RNG.normal(size=(5, 4))
+    j = dg.jacobian(f)(a)
+    np.testing.assert_allclose(dg.tensor_jacobian_product(f)(a, v), np.tensordot(v, j, axes=2), rtol=1e-12)
+
+
+def test_make_ggnvp_has_autograds_signature():
+    a_mat, x, v = RNG.normal(size=(5, 4)), RNG.normal(size=4), RNG.normal(size=4)
+    g = lambda y: dnp.sum(2.0 * y ** 2 + y ** 4)
+    f = lambda x: dnp.tanh(a_mat @ x)
+    j, h = dg.jacobian(f)(x), dg.hessian(g)(f(x))
+    np.testing.assert_allclose(dg.make_ggnvp(f, g)(x)(v), j.T @ h @ j @ v, rtol=1e-10)
+    np.testing.assert_allclose(dg.make_ggnvp(lambda s, x: f(x), g, f_argnum=1)(0.0, x)(v), j.T @ h @ j @ v,
+                               rtol=1e-10)

@@ -277,6 +277,10 @@ def test_power_exponent_gradient_as_torch():
         assert dg.grad(lambda b: dg.sum(dg.power(np.zeros(2, np.float32), b)))(y32).dtype == np.float32
         assert dg.grad(lambda b: dg.sum(dg.power(0.0, b)))(y32).dtype == np.float32
 
+    # the second derivative of 0 ** y in y is 0 where y > 0 (0 ** y is constant there), not 0 * -inf = NaN
+    assert dg.grad(dg.grad(lambda b: dg.power(0.0, b)))(0.25) == 0.0
+    assert dg.jacfwd(dg.grad(lambda b: dg.sum(dg.power(0.0, b))))(np.array([0.5, 2.0])).tolist() == [[0, 0], [0, 0]]
+
 
 # -- dtypes without arithmetic are refused where they enter
 @pytest.mark.parametrize("dtype", [object, str, "U3", "datetime64[s]"])

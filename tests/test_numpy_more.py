@@ -94,3 +94,65 @@ def test_bad_input_names_the_function():
         dnp.cross(dg.tensor(A), dg.tensor(B))
     with pytest.raises(ValueError, match=r"vsplit: only works on arrays of 2 or more dimensions"):
         dnp.vsplit(dg.tensor(A[0]), 2)
+
+
+def test_linspace_is_differentiable_in_start_and_stop():
+    for num, endpoint in [(0, True), (1, True), (5, True), (5, False)]:
+        out = dnp.linspace(dg.tensor(1.2), dg.tensor(-3.4), num, endpoint=endpoint)
+        np.testing.assert_allclose(out.numpy(), np.linspace(1.2, -3.4, num, endpoint=endpoint), rtol=1e-14)
+        dg.check_grads(lambda a, b: dnp.linspace(a, b, num, endpoint=endpoint), (1.2, -3.4), order=2)
+    start, stop = np.array([0.0, 1.0]), np.array([2.0, 5.0])
+    np.testing.assert_allclose(dnp.linspace(dg.tensor(start), stop, 3, axis=1).numpy(),
+                               np.linspace(start, stop, 3, axis=1))
+    assert dnp.linspace(0.0, 1.0, 3) is not None and isinstance(dnp.linspace(0.0, 1.0, 3), np.ndarray)
+
+
+def test_make_diagonal_is_the_inverse_of_diagonal():
+    d = RNG.normal(size=(3, 4))
+    m = dnp.make_diagonal(d)
+    assert m.shape == (3, 4, 4) and np.array_equal(np.diagonal(m, axis1=-1, axis2=-2), d)
+    assert np.count_nonzero(m) == 12
+    dg.check_grads(dnp.make_diagonal, (d,), order=2)
+    with pytest.raises(NotImplementedError, match=r"make_diagonal: supports offset=0, axis1=-1, axis2=-2 only.*"
+                                                  r"test_numpy_more\.py"):
+        dnp.make_diagonal(d, axis1=0, axis2=1)
+
+
+def test_where_takes_keywords_and_one_argument():
+    c, x, y = [True, False, True], np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(dnp.where(condition=c, x=x, y=y), np.where(c, x, y))
+    np.testing.assert_array_equal(dnp.where(c, x, y=y), np.where(c, x, y))
+    np.testing.assert_array_equal(dnp.where(c)[0], [0, 2])
+    np.testing.assert_array_equal(dnp.where(dg.tensor(x) > 1.5)[0], [1, 2])
+    with pytest.raises(ValueError, match=r"where: either both or neither of x and y.*test_numpy_more\.py"):
+        dnp.where(c, x)
+
+
+def test_integer_types_cast_traced_values_to_indices():
+    def f(w):
+        rows = dnp.int64(w[:, -1])  # NumPy's int64 of a traced column: integer labels, no gradient
+        assert rows.dtype == dnp.int64 and rows.dtype == np.int64
+        return w[rows, 0].sum()
+
+    w = np.array([[1.0, 1.0], [2.0, 0.0], [3.0, 2.0]])
+    np.testing.assert_array_equal(dg.grad(f)(w), [[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+    assert dnp.int64(3) == 3 and type(dnp.int64(3)) is np.int64 and isinstance(np.int64(3), dnp.int64)
+    assert np.zeros(2, dtype=dnp.int32).dtype == np.int32 and dnp.__version__ == np.__version__
+
+
+def test_append_and_column_stack_of_traced_values():
+    g = dg.grad(lambda a, b: dnp.sum(dnp.append(a, b) ** 2), argnums=(0, 1))([1.0, 2.0], 3.0)
+    assert [float(v) for v in g[0]] == [2.0, 4.0] and float(g[1]) == 6.0
+    v = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(dnp.column_stack(dg.tensor(v)).numpy(), np.column_stack(v))
+
+
+def test_logaddexp_is_smooth_where_its_arguments_tie():
+    # d2/dx2 logaddexp(x, c) at x == c is sigmoid'(0) = 1/4 (a max-and-|gap| formula gave 0)
+    second = dg.grad(dg.grad(lambda x: dnp.logaddexp(x, 0.4)))(0.4)
+    central = (dnp.logaddexp(0.4 + 1e-4, 0.4) - 2 * dnp.logaddexp(0.4, 0.4) + dnp.logaddexp(0.4 - 1e-4, 0.4)) / 1e-8
+    assert np.isclose(second, 0.25) and np.isclose(central, 0.25, rtol=1e-4)
+    special = [0.0, 1000.0, -np.inf, np.inf, np.nan, 0.0]
+    other = [0.0, 1000.0, -np.inf, np.inf, 1.0, -50.0]
+    np.testing.assert_allclose(dnp.logaddexp(dg.tensor(special), dg.tensor(other)).numpy(),
+                               np.logaddexp(special, other), rtol=1e-15)

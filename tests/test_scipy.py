@@ -34,6 +34,9 @@ U = np.array([0.2, 0.5, 0.7])
     ("t.logpdf", lambda x, m, s: stats.t.logpdf(x, 3.5, m, s), lambda x, m, s: ss.t.logpdf(x, 3.5, m, s),
      (X, 0.2, 1.3)),
     ("t.cdf", lambda x: stats.t.cdf(x, 3.5), lambda x: ss.t.cdf(x, 3.5), (X - 1,)),
+    ("t.logcdf", lambda x: stats.t.logcdf(x, 3.5, 0.2), lambda x: ss.t.logcdf(x, 3.5, 0.2), (X - 1,)),
+    ("t.sf", lambda x: stats.t.sf(x, 3.5, 0.2, 1.3), lambda x: ss.t.sf(x, 3.5, 0.2, 1.3), (X - 1,)),
+    ("t.logsf", lambda x: stats.t.logsf(x, 3.5), lambda x: ss.t.logsf(x, 3.5), (X - 1,)),
     ("gamma.logpdf", lambda x, a: stats.gamma.logpdf(x, a, scale=1.5), lambda x, a: ss.gamma.logpdf(x, a, scale=1.5),
      (X, 2.5)),
     ("gamma.cdf", lambda x: stats.gamma.cdf(x, 2.5), lambda x: ss.gamma.cdf(x, 2.5), (X,)),
@@ -49,6 +52,9 @@ U = np.array([0.2, 0.5, 0.7])
      lambda m: ss.multivariate_normal.logpdf(np.array([[0.1, 0.2], [1.0, -1.0]]), m, np.array([[2.0, 0.3],
                                                                                              [0.3, 1.0]])),
      (np.array([0.3, -0.2]),)),
+    ("multivariate_normal.entropy",
+     lambda c: stats.multivariate_normal.entropy(np.zeros(2), 0.5 * (c + c.T)),
+     lambda c: ss.multivariate_normal.entropy(np.zeros(2), 0.5 * (c + c.T)), (np.array([[2.0, 0.3], [0.3, 1.0]]),)),
 ])
 def test_values_and_derivatives(name, f, ref, args):
     np.testing.assert_allclose(f(*[dg.tensor(a) if isinstance(a, np.ndarray) else a for a in args]).numpy()
@@ -69,3 +75,32 @@ def test_without_scipy_the_error_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"gammaln: needs SciPy, an optional extra: pip install 'dagrad\[scipy\]'.*"
                                           r"test_scipy\.py"):
         special.gammaln(np.ones(2))
+
+
+def test_distributions_are_modules_at_autograds_paths():
+    import importlib
+
+    for name in stats.__all__:
+        module = importlib.import_module(f"dagrad.scipy.stats.{name}")
+        assert getattr(stats, name) is module
+    import dagrad.scipy.stats.multivariate_normal as mvn
+
+    assert mvn.logpdf is stats.multivariate_normal.logpdf
+
+
+def test_multivariate_normal_with_a_singular_covariance_is_scipys_density_on_its_support():
+    cov = np.diag([1.0, 2.0, 0.0])
+    mean = np.array([0.1, 0.2, 0.3])
+    x = np.array([[0.5, -0.4, 0.3], [1.0, 0.0, 0.3]])
+    ref = ss.multivariate_normal.logpdf(x, mean, cov, allow_singular=True)
+    np.testing.assert_allclose(stats.multivariate_normal.logpdf(x, mean, cov, allow_singular=True), ref, rtol=1e-12)
+    np.testing.assert_allclose(stats.multivariate_normal.pdf(x, mean, cov, allow_singular=True), np.exp(ref),
+                               rtol=1e-12)
+    dg.check_grads(lambda x, m: stats.multivariate_normal.logpdf(x, m, cov, allow_singular=True), (x, mean), order=2)
+
+
+def test_dirichlet_rvs_are_scipys_draws():
+    alpha = np.array([1.5, 2.0, 3.0])
+    draws = stats.dirichlet.rvs(alpha, size=4, random_state=0)
+    np.testing.assert_array_equal(draws, ss.dirichlet.rvs(alpha, size=4, random_state=0))
+    np.testing.assert_allclose(draws.sum(axis=1), 1.0)

@@ -160,3 +160,33 @@ def test_without_scipy_the_error_names_the_extra(monkeypatch, module, name, call
     with pytest.raises(ImportError, match=r"needs SciPy, an optional extra: pip install 'dagrad\[scipy\]'.*"
                                           r"test_scipy_linalg_signal_integrate\.py"):
         call()
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+def test_convolve_over_chosen_axes_with_dot_axes_matches_loops_of_scipy(mode):
+    a, b = RNG.normal(size=(2, 5, 4, 3)), RNG.normal(size=(2, 4, 2, 3, 2))
+    ours = signal.convolve(a, b, axes=([1, 2], [2, 4]), dot_axes=([0, 3], [0, 3]), mode=mode)
+    # the kept axes are a's others (none), then b's others (axis 1), then the convolved ones
+    for k in range(4):
+        ref = sum(ss.convolve(a[i, :, :, j], b[i, k, :, j, :], mode) for i in range(2) for j in range(3))
+        np.testing.assert_allclose(ours[k], ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(signal.convolve(a[0, :, 0, 0], b[0, 0, :, 0, 0], mode, axes=([0], [0])),
+                               ss.convolve(a[0, :, 0, 0], b[0, 0, :, 0, 0], mode), rtol=1e-12)
+    dg.check_grads(lambda x, y: signal.convolve(x, y, axes=([1], [1]), dot_axes=([0], [2]), mode=mode),
+                   (RNG.normal(size=(3, 3, 2)), RNG.normal(size=(3, 2, 3))), order=2)
+
+
+def test_convolve_axes_bad_input_names_the_function_and_the_line():
+    with pytest.raises(ValueError, match=r"convolve: dot_axes pair axis 0 of in1 \(size 3\) with axis 0 of in2 "
+                                         r"\(size 2\).*" + _here()):
+        signal.convolve(np.ones((3, 2)), np.ones((2, 2)), axes=([1], [1]), dot_axes=([0], [0]))
+    with pytest.raises(ValueError, match=r"convolve: axes must pair as many axes of in1 as of in2.*" + _here()):
+        signal.convolve(np.ones((3, 2)), np.ones((2, 2)), axes=([0, 1], [1]))
+
+
+def test_odeint_takes_scipys_args_tuple():
+    ours = integrate.odeint(_lotka, Y0, T, (1.1, 0.6))
+    np.testing.assert_array_equal(ours, integrate.odeint(_lotka, Y0, T, 1.1, 0.6))
+    grads = dg.grad(lambda ab: integrate.odeint(_lotka, Y0, T, ab)[-1, 0])((1.1, 0.6))
+    np.testing.assert_allclose(grads, dg.grad(lambda a, b: integrate.odeint(_lotka, Y0, T, a, b)[-1, 0],
+                                              argnums=(0, 1))(1.1, 0.6), rtol=1e-12)

@@ -76,3 +76,8 @@ from numpy import bool_, float16, float32, float64, int8, int16, int32, int64, u
 half, float, double = float16, float32, float64  # noqa: A001
 int, long, bool = int32, int64, bool_  # noqa: A001
 
+
+# HIPS autograd's module names (`from autograd import list` ...: its containers and isinstance), last because
+# they shadow builtins in this module; and its other modules, importable as dagrad.test_util, dagrad.core, ...
+from . import core, extend, misc, test_util, tracer, util, vspace, wrap_util  # noqa: E402
+from .builtins import dict, isinstance, list, tuple  # noqa: E402, A001

@@ -16,7 +16,12 @@ _TRANSFORMS = {"rev": jacobian, "fwd": jacfwd}
 
 
 class GradcheckError(AssertionError):
-    """Raised by `gradcheck` when an analytic derivative disagrees with central differences."""
+    """Raised by `gradcheck` when an analytic derivative disagrees with central differences; `function`
+    names the function whose derivative failed (`vjp of f` at order 2) and `mode` is "rev" or "fwd"."""
+
+    def __init__(self, message, function=None, mode=None):
+        super().__init__(message)
+        self.function, self.mode = function, mode
 
 
 def _as_float64(x):
@@ -270,8 +275,9 @@ class _DirectionCheck:
                 _gradcheck(_flattened(f, [(1, None)] * len(args)), args, self.eps, self.atol, self.rtol,
                            (mode,), 1, names)
             except GradcheckError as err:
-                raise GradcheckError(f"{message}; the worst entry: {str(err).split(': ', 1)[1]}") from None
-        raise GradcheckError(message)
+                raise GradcheckError(f"{message}; the worst entry: {str(err).split(': ', 1)[1]}", f.__name__,
+                                     mode) from None
+        raise GradcheckError(message, f.__name__, mode)
 
 
 def _gradcheck(f, args, eps, atol, rtol, modes, order, names):
@@ -286,8 +292,7 @@ def _gradcheck(f, args, eps, atol, rtol, modes, order, names):
                 raise GradcheckError(
                     f"gradcheck of {name} ({mode} mode): d out[{worst[0]}] / d {names[i]}[{worst[1]}] is "
                     f"{a[worst]!r} analytically but {n[worst]!r} by central differences "
-                    f"(atol={atol}, rtol={rtol})"
-                )
+                    f"(atol={atol}, rtol={rtol})", name, mode)
     if order > 1:
         for mode in modes:
             _gradcheck(_flat_derivative(f, len(args), mode), args, eps, atol, rtol, modes, order - 1, names)

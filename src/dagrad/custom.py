@@ -19,6 +19,7 @@ unpacked by indexing.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from .ops.elementwise import astype, zeros_like
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, ravel
 from .transforms import grad as grad_of
+from .vspace import vspace
 
 __all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "custom_vjp", "custom_jvp"]
 
@@ -194,6 +196,35 @@ class primitive:
 
     def __repr__(self):
         return f"<dagrad primitive {_name(self.fun)}>"
+
+    # autograd's spellings from before `defvjp(f, *makers)` (deprecated there since 1.2), for old code
+    def defgrad(self, maker, argnum=0):
+        """Deprecated: `dg.defvjp(f, maker, argnums=(argnum,))`."""
+        warnings.warn("primitive.defgrad is deprecated (as in autograd): use dg.defvjp", DeprecationWarning,
+                      stacklevel=2)
+        defvjp(self, maker, argnums=(argnum,))
+
+    def defvjp(self, vjp, argnum=0):
+        """Deprecated: the rule `vjp(g, ans, vs, gvs, *args)` (vs, gvs: the vspaces of ans and g) for `argnum`.
+
+        >>> import warnings, dagrad as dg
+        >>> mul = dg.primitive(lambda x, y: x * y)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     mul.defvjp(lambda g, ans, vs, gvs, x, y: g * y)
+        >>> float(dg.grad(mul)(3.0, 4.0))
+        4.0
+        """
+        warnings.warn("primitive.defvjp is deprecated (as in autograd): use dg.defvjp", DeprecationWarning,
+                      stacklevel=2)
+        maker = lambda ans, *args, **kwargs: lambda g: vjp(g, ans, vspace(ans), vspace(g), *args, **kwargs)
+        defvjp(self, maker, argnums=(argnum,))
+
+    def defvjp_is_zero(self, argnums=(0,)):
+        """Deprecated: the arguments `argnums` get zero gradients (`dg.defvjp(f, None, ...)`)."""
+        warnings.warn("primitive.defvjp_is_zero is deprecated (as in autograd): use dg.defvjp(f, None)",
+                      DeprecationWarning, stacklevel=2)
+        defvjp(self, *[None] * len(argnums), argnums=tuple(argnums))
 
 
 def _checked_primitive(prim, where):

@@ -26,7 +26,7 @@ from .ops.elementwise import astype
 from .ops.linalg import tensordot
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, getitem, ravel, reshape
-from .transforms import grad, jvp, vjp
+from .transforms import grad, jacobian, jvp, vjp
 
 __all__ = ["deriv", "grad_and_aux", "hessian_tensor_product", "hessian_vector_product", "make_ggnvp", "make_hvp",
            "make_jvp", "make_vjp", "multigrad_dict", "ravel_pytree", "tensor_jacobian_product",
@@ -158,9 +158,9 @@ def _check_tensor(tensor, like, where, what):
                          f"{what} has shape {tuple(_shape(like))}")
 
 
-def _tensor_product(name, fun, argnum, contracted):
-    """The gradient, with respect to argument `argnum`, of `contracted(tensor, *args)` (a scalar): a function
-    of `(*args, tensor)`, as autograd's tensor products take their tensor last."""
+def _tensor_product(name, fun, argnum, contracted, transform=grad):
+    """The gradient (or `transform`), with respect to argument `argnum`, of `contracted(tensor, *args)`: a
+    function of `(*args, tensor)`, as autograd's tensor products take their tensor last."""
     _check_function(fun, name)
     if isinstance(argnum, bool) or not isinstance(argnum, int):
         raise user_error(TypeError, name, f"argnum must be an int, got {argnum!r}")
@@ -168,7 +168,7 @@ def _tensor_product(name, fun, argnum, contracted):
     def scalar(*args, **kwargs):
         return contracted(args[-1], *args[:-1], **kwargs)
 
-    product = grad(scalar, argnum)
+    product = transform(scalar, argnum)
 
     def product_f(*args, **kwargs):
         if len(args) < 2:
@@ -202,19 +202,27 @@ hessian_vector_product = hessian_tensor_product
 
 def tensor_jacobian_product(fun, argnum=0):
     """autograd's `tensor_jacobian_product` (= `vector_jacobian_product`): a function of
-    `(*args, tensor)` giving `tensor` (shaped like `fun`'s output) times the Jacobian of `fun`.
+    `(*args, tensor)` giving `tensor` times the Jacobian of `fun`, contracted over the tensor's axes,
+    which are the leading axes of `fun`'s output (all of them: the vector-Jacobian product).
 
     >>> import numpy as np
     >>> tensor_jacobian_product(lambda x: x ** 2)(np.array([1.0, 3.0]), np.array([1.0, 10.0]))
     array([ 2., 60.])
+    >>> tensor_jacobian_product(lambda x: np.outer(x, x))(np.array([1.0, 3.0]), np.array([1.0, 0.0])).shape
+    (2, 2)
     """
 
     def tensor_dot_output(tensor, *args, **kwargs):
         out = fun(*args, **kwargs)
-        _check_tensor(tensor, out, "tensor_jacobian_product", "the function's output")
-        return tensordot(tensor, out, len(_shape(tensor)))
+        k = len(_shape(tensor))
+        if _shape(tensor) != _shape(out)[:k]:
+            raise user_error(ValueError, "tensor_jacobian_product", f"the tensor (the last argument) has shape "
+                             f"{tuple(_shape(tensor))} but the function's output has shape {tuple(_shape(out))} (the "
+                             "tensor's shape must be the output's or its leading part)")
+        return tensordot(tensor, out, k)
 
-    return _tensor_product("tensor_jacobian_product", fun, argnum, tensor_dot_output)
+    # a tensor over the output's leading axes leaves the others: a Jacobian, of a scalar the gradient
+    return _tensor_product("tensor_jacobian_product", fun, argnum, tensor_dot_output, jacobian)
 
 
 vector_jacobian_product = tensor_jacobian_product
@@ -224,10 +232,11 @@ def _half_squared_norm(y):
     return 0.5 * reduce_sum(y ** 2, axis=-1)
 
 
-def make_ggnvp(f, argnum=0, g=_half_squared_norm):
-    """autograd's `make_ggnvp`: `make_ggnvp(f, g=g)(*args)` is a function of `v` giving the generalised
-    Gauss-Newton product `J^T H J v`, with `J` the Jacobian of `f` at `args` and `H` the Hessian of the
-    scalar `g` at `f(*args)` (by default `0.5 * sum(y ** 2, axis=-1)`, so `H` is the identity).
+def make_ggnvp(f, g=_half_squared_norm, f_argnum=0):
+    """autograd's `make_ggnvp`: `make_ggnvp(f, g)(*args)` is a function of `v` giving the generalised
+    Gauss-Newton product `J^T H J v`, with `J` the Jacobian of `f` with respect to argument `f_argnum` at
+    `args` and `H` the Hessian of the scalar `g` at `f(*args)` (by default `0.5 * sum(y ** 2, axis=-1)`,
+    so `H` is the identity).
 
     >>> import numpy as np
     >>> A = np.array([[1.0, 2.0], [0.0, 1.0]])
@@ -238,7 +247,7 @@ def make_ggnvp(f, argnum=0, g=_half_squared_norm):
     _check_function(g, "make_ggnvp")
 
     def ggnvp_maker(*args, **kwargs):
-        unary_f, x = _unary(f, args, kwargs, argnum, "make_ggnvp")
+        unary_f, x = _unary(f, args, kwargs, f_argnum, "make_ggnvp")
         f_x, f_vjp = vjp(unary_f, x)
         grad_g = grad(g)
 

@@ -16,13 +16,36 @@ from ._core.shapes import normalize_axis_index
 from ._core.shapes import shape_of as _shape
 from ._core.tensor import Tensor
 from .ops.elementwise import abs as abs_
-from .ops.elementwise import astype, equal, isfinite, isnan, logical_or, not_equal, sin, where
+from .ops.elementwise import (
+    astype,
+    equal,
+    isfinite,
+    isnan,
+    logical_or,
+    not_equal,
+    sin,
+)
+from .ops.elementwise import where as _where
 from .ops.reduce import sum as sum_
-from .ops.shape import broadcast_to, concatenate, flip, getitem, reshape, stack, swapaxes, take, transpose
+from .ops.shape import (
+    as_array,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    getitem,
+    moveaxis,
+    reshape,
+    stack,
+    swapaxes,
+    take,
+    transpose,
+)
 
 __all__ = ["all", "any", "append", "array_split", "c_", "cross", "deg2rad", "degrees", "diff", "dsplit", "fabs",
-           "fliplr", "flipud", "gradient", "hsplit", "kron", "nan_to_num", "r_",
-           "rad2deg", "radians", "real_if_close", "roll", "rollaxis", "rot90", "select", "sinc", "vsplit"]
+           "fliplr", "flipud", "gradient", "hsplit", "kron", "linspace", "make_diagonal",
+           "nan_to_num", "r_", "rad2deg", "radians", "real_if_close", "roll", "rollaxis", "rot90", "select", "sinc",
+           "vsplit", "where"]
 
 
 def _traced(*values):
@@ -71,8 +94,8 @@ def sinc(x):
     if not _traced(x):
         return _numpy("sinc", x)
     zero = equal(x, 0)
-    safe = where(zero, 1.0, x) * math.pi
-    return where(zero, 1.0, sin(safe) / safe)
+    safe = _where(zero, 1.0, x) * math.pi
+    return _where(zero, 1.0, sin(safe) / safe)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -83,9 +106,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if x.dtype.kind != "f":
         return x
     big = np.finfo(x.dtype).max
-    filled = where(isnan(x), nan, x)
-    infinite = where(x > 0, big if posinf is None else posinf, -big if neginf is None else neginf)
-    return where(logical_or(isfinite(x), isnan(x)), filled, infinite)
+    filled = _where(isnan(x), nan, x)
+    infinite = _where(x > 0, big if posinf is None else posinf, -big if neginf is None else neginf)
+    return _where(logical_or(isfinite(x), isnan(x)), filled, infinite)
 
 
 def real_if_close(a, tol=100):
@@ -121,7 +144,7 @@ def select(condlist, choicelist, default=0):
                          f"{len(condlist)} conditions and {len(choicelist)} choices")
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
-        out = where(cond, choice, out)
+        out = _where(cond, choice, out)
     return out
 
 
@@ -192,6 +215,7 @@ def append(arr, values, axis=None):
     """`np.append`: `values` joined after `arr` (both flattened when `axis` is None)."""
     if not _traced(arr, values):
         return _numpy("append", arr, values, axis)
+    arr, values = as_array(arr, "append"), as_array(values, "append")
     if axis is None:
         return concatenate([reshape(arr, (-1,)), reshape(values, (-1,))])
     return concatenate([arr, values], axis=axis)
@@ -369,3 +393,58 @@ class _Concatenator:
 
 r_ = _Concatenator(False)
 c_ = _Concatenator(True)
+
+
+# -- NumPy's functions with traced arguments where NumPy takes numbers
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """`np.linspace`, differentiable in `start` and `stop` (numbers or arrays): `num` evenly spaced values
+    from `start` to `stop` (included when `endpoint`), along a new axis `axis`.
+
+    >>> import dagrad as dg
+    >>> float(dg.grad(lambda b: linspace(0.0, b, 5)[1])(2.0))
+    0.25
+    """
+    if not _traced(start, stop):
+        return _numpy("linspace", start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
+    if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
+        raise user_error(ValueError, "linspace", f"num must be a non-negative integer, got {num!r}")
+    start, stop = as_array(start, "linspace"), as_array(stop, "linspace")
+    shape = np.broadcast_shapes(tuple(_shape(start)), tuple(_shape(stop)))
+    fractions = np.linspace(0.0, 1.0, num, endpoint=endpoint).reshape((num,) + (1,) * len(shape))
+    out = moveaxis(start + (stop - start) * fractions, 0, axis)
+    if dtype is not None:
+        out = astype(out, dtype)
+    if not retstep:
+        return out
+    divisions = num - 1 if endpoint else num
+    return out, (stop - start) / divisions if divisions > 0 else np.nan
+
+
+def make_diagonal(D, offset=0, axis1=-1, axis2=-2):
+    """autograd's `make_diagonal` (not NumPy's: the inverse of `diagonal`): an array of shape `D.shape +
+    (n,)` whose diagonal over the last two axes is `D` (n: D's last size), zeros elsewhere. Only autograd's
+    supported case, offset=0, axis1=-1, axis2=-2.
+
+    >>> make_diagonal(np.array([1.0, 2.0]))
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    if not (offset == 0 and axis1 == -1 and axis2 == -2):
+        raise user_error(NotImplementedError, "make_diagonal", f"supports offset=0, axis1=-1, axis2=-2 only (as "
+                         f"autograd's), got offset={offset}, axis1={axis1}, axis2={axis2}")
+    n = _shape(D)[-1] if _shape(D) else 1
+    return _where(np.eye(n, dtype=bool), expand_dims(D, -1), 0.0)
+
+
+def where(condition, x=None, y=None):
+    """`np.where`: `x` where `condition` holds, else `y` (differentiable in both); with neither given, the
+    indices where `condition` holds (`np.nonzero`). The arguments may be passed by keyword (as autograd's).
+
+    >>> where([True, False], np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    array([1., 4.])
+    """
+    if x is None and y is None:
+        return np.nonzero(condition.numpy() if isinstance(condition, Tensor) else condition)
+    if x is None or y is None:
+        raise user_error(ValueError, "where", "either both or neither of x and y should be given")
+    return _where(condition, x, y)

@@ -97,11 +97,20 @@ class _Traced:
         )
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def _argnums(argnums, argnum, where):
+    """JAX's `argnums`, or autograd's name for it, `argnum` (an int, or a tuple or list of ints)."""
+    if argnum is None:
+        return argnums
+    if argnums != 0:
+        raise user_error(TypeError, where, "got both argnums and argnum (autograd's name for it): pass one")
+    return argnum
+
+
+def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
     """Returns a function computing `(f(*args), gradient of f at args)`.
 
     With `has_aux=True` (JAX's), `f` returns a pair `(value, aux)`; the result is
-    `((value, aux), gradient)`, `aux` not differentiated.
+    `((value, aux), gradient)`, `aux` not differentiated. `argnum` is autograd's name for `argnums`.
 
     >>> import numpy as np
     >>> value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
@@ -109,6 +118,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
     >>> value_and_grad(lambda x: ((x ** 2).sum(), x * 10), has_aux=True)(np.array([1.0, 2.0]))
     ((np.float64(5.0), array([10., 20.])), array([2., 4.]))
     """
+    argnums = _argnums(argnums, argnum, "value_and_grad")
 
     def value_and_grad_f(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "grad")
@@ -137,9 +147,9 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return value_and_grad_f
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f, argnums=0, has_aux=False, *, argnum=None):
     """Returns a function computing the gradient of scalar-valued `f` (with `has_aux=True`, JAX's: `f`
-    returns `(value, aux)` and the result is `(gradient, aux)`).
+    returns `(value, aux)` and the result is `(gradient, aux)`). `argnum` is autograd's name for `argnums`.
 
     Results are NumPy arrays for array inputs and Tensors for Tensor inputs, so
     transforms nest:
@@ -150,7 +160,7 @@ def grad(f, argnums=0, has_aux=False):
     >>> grad(grad(lambda x: x ** 3))(2.0)
     np.float64(12.0)
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, _argnums(argnums, argnum, "grad"), has_aux)
 
     def grad_f(*args, **kwargs):
         value, gradient = vg(*args, **kwargs)

@@ -23,6 +23,7 @@ import math as _math
 
 import numpy as _np
 from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
+    __version__,  # NumPy's, as autograd.numpy's: this module stands in for numpy
     allclose,
     arange,
     array_equal,
@@ -39,18 +40,12 @@ from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
     identity,
     iinfo,
     inf,
-    int8,
-    int16,
-    int32,
-    int64,
     isclose,
-    linspace,
     logspace,
     nan,
     ndarray,
     newaxis,
     pi,
-    uint8,
 )
 
 from .._core.errors import op_error, user_error
@@ -130,7 +125,6 @@ from ..ops.elementwise import (
     tan,
     tanh,
     true_divide,
-    where,
     zeros_like,
 )
 from ..ops.linalg import diag, diagonal, dot, einsum, inner, matmul, outer, tensordot, trace, vdot
@@ -175,6 +169,33 @@ def isrealobj(x):
     """Whether `x` has a non-complex dtype, as `np.isrealobj` (also of a Tensor)."""
     return not iscomplexobj(x)
 norm = linalg.norm
+
+
+class _IntegerType(type):
+    """The metaclass of the integer types below: their instances and subclasses are NumPy's type's."""
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.numpy_type)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, cls.numpy_type)
+
+
+def _integer_type(numpy_type):
+    """NumPy's integer scalar type (a dtype, a scalar constructor) whose call on a Tensor casts it, as
+    autograd's: `np.int64(x[:, -1])` inside `dg.grad` gives integer indices (no gradient) instead of
+    refusing to turn a traced value into a NumPy scalar."""
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
+            return astype(args[0], numpy_type)
+        return numpy_type(*args, **kwargs)
+
+    return _IntegerType(numpy_type.__name__, (numpy_type,), {"__new__": __new__, "numpy_type": numpy_type,
+                                                            "__module__": __name__})
+
+
+int8, int16, int32, int64, uint8 = (_integer_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64, _np.uint8))
 
 
 def _has_tensor(obj):
@@ -410,7 +431,7 @@ def dstack(tup):
 
 
 def _as_column(x):
-    if isinstance(x, Tensor) and x.ndim < 2:
+    if isinstance(x, Tensor) and x.ndim < 2:  # NumPy: a 0-d value is a 1x1 array, a 1-D one a column
         return reshape(x, (-1, 1))
     return x
 
@@ -422,6 +443,8 @@ def column_stack(tup):
     array([[1., 3.],
            [2., 4.]])
     """
+    if isinstance(tup, Tensor):  # NumPy iterates over an array's rows (NumPy's own would call back here)
+        tup = [tup[i] for i in range(_shape_of(tup)[0])]
     if isinstance(tup, (list, tuple)) and _has_tensor(tup):
         arrays = [_as_column(x if isinstance(x, Tensor) else _np.asarray(x)) for x in tup]
         arrays = [_np.asarray(x).reshape(-1, 1) if not isinstance(x, Tensor) and _np.ndim(x) < 2 else x
@@ -467,6 +490,8 @@ from ..numpy_more import (  # noqa: E402  (after the names numpy_more's function
     gradient,
     hsplit,
     kron,
+    linspace,
+    make_diagonal,
     nan_to_num,
     r_,
     rad2deg,
@@ -478,4 +503,5 @@ from ..numpy_more import (  # noqa: E402  (after the names numpy_more's function
     select,
     sinc,
     vsplit,
+    where,
 )

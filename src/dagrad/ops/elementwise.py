@@ -86,7 +86,10 @@ def _power_rule_exponent(g, out, x, y):
             return g * (out * float(np.log(x)))
         if _is_number(y):
             return g * 0 if y >= 0 else g * -math.inf
-        return where(y >= 0, g * 0, g * -math.inf)
+        # g times the derivative, not a choice between g * 0 and g * -inf: the unchosen g * -inf would give
+        # the second derivative 0 * -inf = NaN
+        zero = zeros_like(y)
+        return g * where(y >= 0, zero, zero - math.inf)
     # where x == 0 and y >= 0, log(1) = 0 stands in for log(0) (out is 0 or 1 there: no 0 * inf)
     return g * (out * log(where(logical_and(x == 0, y >= 0), 1, x)))
 

@@ -144,6 +144,8 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=0, hmax=0.0):
     decreasing), shape (len(t),) + y0.shape: JAX's signature (`jax.experimental.ode.odeint`), values from
     `scipy.integrate.odeint` (LSODA), differentiable with respect to y0, t and args in both modes.
     `func` is written with dagrad (or NumPy-style) functions; y0 and each of args are arrays or numbers.
+    SciPy's (and autograd's) way of passing them, one tuple after `t`, is read the same:
+    `odeint(func, y0, t, (a, b))` is `odeint(func, y0, t, a, b)`.
 
     >>> odeint(lambda y, t: np.ones_like(y), np.zeros(2), np.array([0.0, 0.5, 2.0]))
     array([[0. , 0. ],
@@ -157,6 +159,8 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=0, hmax=0.0):
         raise user_error(TypeError, _WHERE, f"func must be a callable func(y, t, *args), got "
                          f"{type(func).__name__}")
     y0, t = as_array(y0, "odeint"), as_array(t, "odeint")
+    if len(args) == 1 and isinstance(args[0], tuple):  # SciPy's args=(a, b): a tuple is never one array here
+        args = args[0]
     args = tuple(as_array(a, "odeint") for a in args)
     if len(_shape(t)) != 1 or _shape(t)[0] < 1:
         raise user_error(ValueError, _WHERE, f"t must be a 1-D array of times, got shape {tuple(_shape(t))}", t)

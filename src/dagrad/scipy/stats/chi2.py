@@ -1,0 +1,26 @@
+"""SciPy's `scipy.stats.chi2` functions, differentiable: the chi-squared distribution (`df` degrees of
+freedom), a gamma distribution of shape `df / 2` and scale 2.
+
+>>> round(float(cdf(2.0, 2.0)), 6)  # 1 - exp(-1)
+0.632121
+"""
+
+from __future__ import annotations
+
+from ...ops.elementwise import exp
+from .. import special
+from . import gamma
+
+__all__ = ["logpdf", "pdf", "cdf"]
+
+
+def logpdf(x, df, loc=0.0, scale=1.0):
+    return gamma.logpdf(x, df / 2, loc=loc, scale=2 * scale)
+
+
+def pdf(x, df, loc=0.0, scale=1.0):
+    return exp(logpdf(x, df, loc, scale))
+
+
+def cdf(x, df, loc=0.0, scale=1.0):
+    return special.gammainc(df / 2, (x - loc) / (2 * scale))
