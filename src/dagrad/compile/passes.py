@@ -273,8 +273,9 @@ def _scalar(value):
         if isinstance(data, np.ndarray):
             if not data.size or data.size > 1 << 20 or not np.all(data == data.flat[0]):
                 return None
-            if data.dtype.kind in "fc" and not np.all(np.signbit(data) == np.signbit(data.flat[0])):
-                return None  # -0.0 == 0.0, but x + [-0.0, 0.0] is not x + (-0.0)
+            for part in (data.real, data.imag) if data.dtype.kind == "c" else (data,):
+                if part.dtype.kind == "f" and not np.all(np.signbit(part) == np.signbit(part.flat[0])):
+                    return None  # -0.0 == 0.0, but x + [-0.0, 0.0] is not x + (-0.0)
             return data.flat[0]
         return np.asarray(*_fill(value))[()] if value.op is FULL_LIKE else None
     if isinstance(value, (bool, int, float, np.generic)):

@@ -591,6 +591,11 @@ def _same_shape(shape):
     return tuple(shape)
 
 
+def _eigenvalues_shape(shape):
+    """(..., n) of a square (..., n, n), n from whichever of the two sizes a static graph knows."""
+    return (*_batch_shape(shape), shape[-1] if shape[-1] is not None else shape[-2])
+
+
 def _as_matrix_scale(s):
     """A per-matrix value (shape (...)) as shape (..., 1, 1), to scale a stack of matrices."""
     return expand_dims(s, (-2, -1))
@@ -1231,44 +1236,54 @@ def _eigh_factors(a, uplo):
     return apply(_eigh_w, (a,), {"UPLO": uplo}), apply(_eigh_v, (a,), {"UPLO": uplo})
 
 
-def _strict_triangle(like, uplo):
-    low = _tril_mask(like, True)
-    return low if uplo == "L" else low.T
+def _size_of(a):
+    """n of a square matrix (stack) a, from whichever of its last two sizes a static graph knows."""
+    shape = _shape(a)
+    return _known(shape[-1] if shape[-1] is not None else shape[-2], a)
 
 
-def _read_triangle(t, uplo):
+def _masks(a, like, uplo):
+    """The strict UPLO triangle and the identity, of n x n and like's dtype."""
+    n = _size_of(a)
+    low = np.tril(np.ones((n, n), dtype=_dtype(like)), -1)
+    return (low if uplo == "L" else low.T), np.eye(n, dtype=_dtype(like))
+
+
+def _read_triangle(t, a, uplo):
     """The Hermitian matrix LAPACK sees in t: its UPLO triangle, mirrored, and its diagonal's real part."""
-    part = t * _strict_triangle(t, uplo)
-    return part + _H(part) + _real(t) * _eye(_shape(t)[-1], t)
+    strict, eye = _masks(a, t, uplo)
+    part = t * strict
+    return part + _H(part) + _real(t) * eye
 
 
-def _to_triangle(ct, uplo):
+def _to_triangle(ct, a, uplo):
     """The adjoint of _read_triangle: a cotangent of the Hermitian matrix onto the triangle read."""
-    return (ct + _H(ct)) * _strict_triangle(ct, uplo) + _real(ct) * _eye(_shape(ct)[-1], ct)
+    strict, eye = _masks(a, ct, uplo)
+    return (ct + _H(ct)) * strict + _real(ct) * eye
 
 
 def _eigh_w_vjp(g, out, a, UPLO):
     v = apply(_eigh_v, (a,), {"UPLO": UPLO})
-    return _to_triangle(matmul(_diag_mul(_conj(v), g), _mT(v)), UPLO)  # conj(V) diag(g) V^T
+    return _to_triangle(matmul(_diag_mul(_conj(v), g), _mT(v)), a, UPLO)  # conj(V) diag(g) V^T
 
 
 def _eigh_v_vjp(g, out, a, UPLO):
     w, v = _eigh_factors(a, UPLO)
-    return _to_triangle(matmul(_conj(v), matmul(_gap_reciprocal(w, False) * matmul(_mT(v), g), _mT(v))), UPLO)
+    return _to_triangle(matmul(_conj(v), matmul(_gap_reciprocal(w, False) * matmul(_mT(v), g), _mT(v))), a, UPLO)
 
 
 def _eigh_w_jvp(t, out, a, UPLO):
     v = apply(_eigh_v, (a,), {"UPLO": UPLO})
-    return _real(sum(_conj(v) * matmul(_read_triangle(t, UPLO), v), axis=-2))  # diag(V^H M V)
+    return _real(sum(_conj(v) * matmul(_read_triangle(t, a, UPLO), v), axis=-2))  # diag(V^H M V)
 
 
 def _eigh_v_jvp(t, out, a, UPLO):
     w, v = _eigh_factors(a, UPLO)
-    return matmul(v, _gap_reciprocal(w, False) * matmul(_H(v), matmul(_read_triangle(t, UPLO), v)))
+    return matmul(v, _gap_reciprocal(w, False) * matmul(_H(v), matmul(_read_triangle(t, a, UPLO), v)))
 
 
 _eigh_w = defop("eigh_w", lambda a, UPLO: np.linalg.eigh(a, UPLO)[0], vjp=(_eigh_w_vjp,), jvp=(_eigh_w_jvp,),
-                shape=lambda shape, UPLO: tuple(_same_shape(shape)[:-1]), dtype=_real_linalg_dtype,
+                shape=lambda shape, UPLO: _eigenvalues_shape(shape), dtype=_real_linalg_dtype,
                 batch=batching.stacked)
 _eigh_v = defop("eigh_v", lambda a, UPLO: np.linalg.eigh(a, UPLO)[1], vjp=(_eigh_v_vjp,), jvp=(_eigh_v_jvp,),
                 shape=lambda shape, UPLO: _same_shape(shape), dtype=_linalg_dtype, batch=batching.stacked)
@@ -1320,13 +1335,13 @@ def _eig_back(m, u):
 
 def _eig_w_vjp(g, out, a):
     u = apply(_eig_v, (a,))
-    return _eig_back(_eye(_shape(g)[-1], u) * expand_dims(g, -2), u)
+    return _eig_back(_eye(_size_of(a), u) * expand_dims(g, -2), u)
 
 
 def _eig_v_vjp(g, out, a):
     w, u = _eig_factors(a)
     ut_g = matmul(_mT(u), g)
-    eye = _eye(_shape(w)[-1], u)
+    eye = _eye(_size_of(a), u)
     norm_part = _diag_mul(matmul(_mT(u), conj(u)), real(sum(ut_g * eye, axis=-2)))
     return _eig_back(_gap_reciprocal(w, False) * (ut_g - norm_part), u)
 
@@ -1337,7 +1352,7 @@ def _eig_x(t, u):
 
 def _eig_w_jvp(t, out, a):
     u = apply(_eig_v, (a,))
-    return sum(_eig_x(t, u) * _eye(_shape(u)[-1], u), axis=-2)
+    return sum(_eig_x(t, u) * _eye(_size_of(a), u), axis=-2)
 
 
 def _eig_v_jvp(t, out, a):
@@ -1347,7 +1362,7 @@ def _eig_v_jvp(t, out, a):
 
 
 _eig_w = defop("eig_w", lambda a: _eig_forward(a, 0), vjp=(_eig_w_vjp,), jvp=(_eig_w_jvp,),
-               shape=lambda shape: tuple(_same_shape(shape)[:-1]), dtype=_complex_linalg_dtype,
+               shape=_eigenvalues_shape, dtype=_complex_linalg_dtype,
                batch=batching.stacked)
 _eig_v = defop("eig_v", lambda a: _eig_forward(a, 1), vjp=(_eig_v_vjp,), jvp=(_eig_v_jvp,),
                shape=_same_shape, dtype=_complex_linalg_dtype, batch=batching.stacked)
