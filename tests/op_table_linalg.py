@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dagrad import linalg as dla
 from dagrad import imag as dg_imag
+from dagrad import linalg as dla
 from dagrad import real as dg_real
 from dagrad.ops import linalg as dla_ops
 from dagrad.ops.linalg import diag, diagonal, dot, einsum, inner, outer, tensordot, trace, vdot

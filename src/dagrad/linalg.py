@@ -15,8 +15,22 @@ array([0.5 , 0.25])
 
 from __future__ import annotations
 
-from .ops.linalg import (cholesky, det, eig, eigh, eigvals, eigvalsh, inv, matrix_power, norm, pinv, qr, slogdet,
-                         solve, svd)
+from .ops.linalg import (
+    cholesky,
+    det,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    inv,
+    matrix_power,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+)
 
 __all__ = ["cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_power", "norm", "pinv", "qr",
-           "slogdet", "solve", "svd"]
+    "slogdet", "solve", "svd"]

@@ -1087,7 +1087,6 @@ def _svd_cotangent(a, g_u=None, g_s=None, g_vh=None):
     tall or wide matrix). The i Im(diag J) term is the phase of U's columns, fixed with V's; a
     function invariant to those phases gets its true gradient."""
     u, s, vh = _svd_factors(a)
-    v = _H(vh)
     f = _gap_reciprocal(s, True)
     eye = _eye(_shape(s)[-1], s)
     inner_part = 0
