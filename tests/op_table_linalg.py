@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dagrad import imag as dg_imag
 from dagrad import linalg as dla
+from dagrad import real as dg_real
 from dagrad.ops import linalg as dla_ops
 from dagrad.ops.linalg import diag, diagonal, dot, einsum, inner, outer, tensordot, trace, vdot
 from op_table import case
@@ -248,3 +250,32 @@ for _shape, _kw in [((3, 4), {"ord": 2}), ((3, 4), {"ord": -2}), ((4, 3), {"ord"
 case("cofactor", lambda a: dla_ops._cofactor.function(_shift(a)),
      lambda a: _L.det(_shift(a))[..., None, None] * _L.inv(_shift(a)).swapaxes(-1, -2), (2, 3, 3), low=-1.0,
      high=1.0, name="cofactor(2, 3, 3)")
+
+# logabsdet's derivative A^-T comes from inv_inf, the inverse with inf/nan (not LinAlgError) at a singular matrix
+case("inv_inf", lambda a: dla_ops._inv_inf.function(_shift(a)), lambda a: _L.inv(_shift(a)), (2, 3, 3), low=-1.0,
+     high=1.0, name="inv_inf(2, 3, 3)")
+
+# complex matrices: rows take real arguments, so a + 1j b is the matrix; real outputs of it are compared
+_j = np.complex64(1j)  # complex64 times float32 stays complex64
+
+
+def _cplx(a, b):
+    return a + _j * b
+
+
+def _re_im(z, re=np.real, im=np.imag):
+    return re(z) + 0.5 * im(z)
+
+
+case("slogdet_phase", lambda a, b: _re_im(dla.slogdet(_shift(_cplx(a, b))).sign, dg_real, dg_imag),
+     lambda a, b: _re_im(_L.slogdet(_shift(_cplx(a, b))).sign), (2, 3, 3), (2, 3, 3), low=-1.0, high=1.0,
+     name="slogdet(complex).sign")
+# eig: eigenvalues in LAPACK's order (both sides call it), eigenvectors up to their phase: |v|
+for _shape in [(3, 3), (2, 3, 3)]:
+    case("eig_w", lambda a: _re_im(dla.eig(_shift(a, 1.0)).eigenvalues, dg_real, dg_imag),
+         lambda a: _re_im(_L.eig(_shift(a, 1.0)).eigenvalues.astype(complex)), _shape, low=-1.0, high=1.0,
+         name=f"eig{_shape} eigenvalues")
+    case("eig_v", lambda a: abs(dla.eig(_shift(a, 1.0)).eigenvectors), lambda a: abs(_L.eig(_shift(a, 1.0))[1]),
+         _shape, low=-1.0, high=1.0, name=f"eig{_shape} |eigenvectors|")
+case("eig_w", lambda a, b: _re_im(dla.eigvals(_cplx(a, b)), dg_real, dg_imag),
+     lambda a, b: _re_im(_L.eigvals(_cplx(a, b))), (3, 3), (3, 3), name="eigvals(complex)")

@@ -88,6 +88,8 @@ LIMITS = {
        if i.startswith(("svd(3, 3) ", "svd(4, 3) ", "svd(3, 4) ", "svd U U^T"))},
     "eigh(1, 1) UPLO=L |eigenvectors|": "the row's symmetrisation of a (None, 1) matrix is (None, None): the "
                                         "eigenvectors' derivative needs known sizes",
+    "eigh(1, 1) UPLO=L eigenvalues": "the row's symmetrisation of a (None, 1) matrix is (None, None): the "
+                                     "triangle eigh reads (its derivative's support) needs known sizes",
     **{i: "the gradient of convolve's 'same' and 'valid' modes pads to the 'full' size: it needs the sizes"
        for i in IDS if i.startswith(("convolve(3, 4)", "convolve(2, 3)")) and not i.endswith("'full'")},
     **{i: "the gradient of an FFT that crops or pads an axis (s) crops or pads back to that axis' size: it needs it"

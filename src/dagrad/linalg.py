@@ -1,11 +1,14 @@
 """`dagrad.linalg`: NumPy's `numpy.linalg` functions on dagrad values, with gradients.
 
-Each works on a matrix or a stack of matrices (..., n, n) and follows NumPy's semantics
-(`solve` with NumPy 2's rule: `b` is a vector only when it is 1-D), for real matrices.
-Derivatives follow PyTorch's and JAX's conventions: `cholesky` and `eigh` give the symmetric
-gradient, `norm` has gradient 0 at x == 0, `slogdet`'s sign has no gradient, `det`'s
-gradient at a singular matrix comes from the SVD, and the derivatives of singular vectors
-(eigenvectors) are inf/nan where singular values (eigenvalues) repeat.
+Each works on a real or complex matrix or a stack of matrices (..., n, n) and follows NumPy's
+semantics (`solve` with NumPy 2's rule: `b` is a vector only when it is 1-D; `eig` always
+complex, as JAX's). Complex values follow JAX's and HIPS autograd's convention (a cotangent
+pairs with a tangent as Re(sum(ct * t))). Derivatives: `cholesky` gives the Hermitian gradient
+(PyTorch's), `eigh` that of the triangle it reads (autograd's), `norm` has gradient 0 at x == 0,
+a real matrix's `slogdet` sign has no gradient, `det`'s gradient at a singular matrix comes from
+the SVD and `slogdet`'s is inf/nan there, and the derivatives of singular vectors (eigenvectors)
+are inf/nan where singular values (eigenvalues) repeat and defined only for functions invariant
+to their phases. See docs/numpy.md.
 
 >>> import numpy as np
 >>> from dagrad import linalg
@@ -15,6 +18,22 @@ array([0.5 , 0.25])
 
 from __future__ import annotations
 
-from .ops.linalg import cholesky, det, eigh, inv, matrix_power, norm, pinv, qr, slogdet, solve, svd
+from .ops.linalg import (
+    cholesky,
+    det,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    inv,
+    matrix_power,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+)
 
-__all__ = ["cholesky", "det", "eigh", "inv", "matrix_power", "norm", "pinv", "qr", "slogdet", "solve", "svd"]
+__all__ = ["cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_power", "norm", "pinv", "qr",
+    "slogdet", "solve", "svd"]

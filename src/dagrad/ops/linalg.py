@@ -1,10 +1,18 @@
 """Linear algebra: products, einsum, diagonals and `numpy.linalg`.
 
 Primitives with their own rules: matmul, einsum, inv, det (and its derivative, cofactor),
-logabsdet (and slogdet's sign, without a gradient), solve, cholesky, l2_norm (the 2-norm /
-Frobenius norm), one op per output of svd (svd_u, svd_s, svd_vt), eigh (eigh_w, eigh_v) and qr
-(qr_q, qr_r), and pinv.
+logabsdet and slogdet's sign (real: without a gradient; complex: slogdet_phase), solve, cholesky,
+l2_norm (the 2-norm / Frobenius norm), one op per output of svd (svd_u, svd_s, svd_vt), eigh
+(eigh_w, eigh_v), eig (eig_w, eig_v) and qr (qr_q, qr_r), pinv, and inv_inf (the inverse, inf/nan
+at a singular matrix: logabsdet's derivative).
 Everything else here is a composite of primitives and is differentiated through them.
+
+Complex matrices follow the convention of ops/elementwise.py (JAX's and HIPS autograd's): a
+cotangent ct pairs with a tangent t as Re(sum(ct * t)), no conjugation. So a complex-linear map's
+vjp is its plain transpose (matmul, inv, solve, det are unchanged), while the rules that are not
+holomorphic (a Hermitian eigenproblem, the SVD, cholesky, pinv, norms) are the usual ones for the
+Hermitian inner product Re tr(X^H Y), applied as ct_in = conj(rule(conj(ct_out))) (`_conj`,
+which is nothing for real values, so real matrices take exactly the real rules).
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from collections import Counter, namedtuple
 
 import numpy as np
 
-from .._core.dtypes import floating, of_ufunc, promoted
+from .._core.dtypes import floating, of_ufunc, promoted, real_part
 from .._core.errors import user_error
 from .._core import batching
 from .._core.op import apply, defop, public
@@ -24,7 +32,7 @@ from .._core.shapes import normalize_axis_index, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
-from .elementwise import abs, astype, equal, multiply, not_equal, power, where
+from .elementwise import abs, astype, conj, equal, imag, multiply, not_equal, power, real, where
 from .reduce import max, min, sum
 from .shape import as_array, broadcast_to, concatenate, expand_dims, getitem, index_add, reshape, squeeze, swapaxes
 from .shape import transpose
@@ -101,6 +109,19 @@ def _size_or_unknown(dims):
     return -1 if None in dims else _size(dims)
 
 
+def _is_complex(x):
+    return _dtype(x).kind == "c"
+
+
+def _conj(x):
+    """conj(x) for complex x; x itself (no node) for real x."""
+    return conj(x) if _is_complex(x) else x
+
+
+def _real(x):
+    return real(x) if _is_complex(x) else x
+
+
 def dot(a, b):
     """Dot product of two arrays, as `np.dot`.
 
@@ -123,16 +144,19 @@ def dot(a, b):
 
 
 def vdot(a, b):
-    """Dot product of the flattened arrays, as `np.vdot` (real data: no conjugation).
+    """Dot product of the flattened arrays, as `np.vdot`: a complex `a` is conjugated first.
 
     >>> vdot(np.array([[1.0, 2.0], [3.0, 4.0]]), np.ones((2, 2)))
     np.float64(10.0)
+    >>> vdot(np.array([1j]), np.array([1j]))
+    np.complex128(1+0j)
     """
     sa, sb = _shape(a), _shape(b)
     na, nb = _size_or_unknown(sa), _size_or_unknown(sb)
     if na != nb and na != -1 and nb != -1:
         raise user_error(ValueError, "vdot", f"arrays of shapes {tuple(sa)} and {tuple(sb)} have different sizes "
                          f"({na} and {nb})", a, b)
+    a = _conj(a)
     return matmul(a if len(sa) == 1 else reshape(a, (na,)), b if len(sb) == 1 else reshape(b, (nb,)))
 
 
@@ -567,6 +591,11 @@ def _same_shape(shape):
     return tuple(shape)
 
 
+def _eigenvalues_shape(shape):
+    """(..., n) of a square (..., n, n), n from whichever of the two sizes a static graph knows."""
+    return (*_batch_shape(shape), shape[-1] if shape[-1] is not None else shape[-2])
+
+
 def _as_matrix_scale(s):
     """A per-matrix value (shape (...)) as shape (..., 1, 1), to scale a stack of matrices."""
     return expand_dims(s, (-2, -1))
@@ -576,8 +605,28 @@ def _trace_last2(m):
     return sum(m, axis=(-2, -1))
 
 
-# NumPy's linalg computes in floating point: integers and bools give float64
-_linalg_dtype = floating
+def _H(x):
+    """The conjugate transpose of a matrix (stack)."""
+    return _conj(_mT(x))
+
+
+def _linalg_dtype(*dtypes, **attrs):
+    """NumPy's linalg computes in floating point (integers and bools give float64) and keeps complex
+    values complex (complex64 stays complex64)."""
+    out = floating(*(real_part(d) for d in dtypes if d is not None))
+    if any(np.dtype(complex if d is complex else d).kind == "c" for d in dtypes if d is not None):
+        return np.result_type(out, np.complex64)
+    return out
+
+
+def _real_linalg_dtype(*dtypes, **attrs):
+    """The real dtype of _linalg_dtype's: singular values, Hermitian eigenvalues, log|det|, norms."""
+    return real_part(_linalg_dtype(*dtypes))
+
+
+def _complex_linalg_dtype(*dtypes, **attrs):
+    """Always complex (eig: NumPy's result is real when every eigenvalue is, which a graph cannot know)."""
+    return np.result_type(_linalg_dtype(*dtypes), np.complex64)
 
 
 _inv = defop(
@@ -604,21 +653,23 @@ def inv(a):
 
 
 # det's derivative is the cofactor matrix adj(A)^T, its own op computed through the SVD
-# (PyTorch's method): adj(A)^T = det(U) det(V) U diag(prod_{j != i} s_j) V^T holds for singular
-# matrices too, where det A^-T cannot be formed. The cofactor's own derivative uses A^-1, so a
-# second derivative of det at a singular matrix raises LinAlgError. logabsdet's gradient A^-T
-# does not exist at a singular matrix (log|det| = -inf there) and raises LinAlgError.
+# (PyTorch's method): adj(A)^T = det(U) det(Vh) conj(U diag(prod_{j != i} s_j) Vh) holds for
+# singular matrices too, where det A^-T cannot be formed. The cofactor's own derivative uses A^-1,
+# so a second derivative of det at a singular matrix raises LinAlgError. logabsdet's gradient A^-T
+# does not exist at a singular matrix (log|det| = -inf there): it comes from inv_inf, which gives
+# inf/nan there (as JAX's LU solve and PyTorch do) instead of raising.
 def _cofactor_forward(a):
     u, s, vt = np.linalg.svd(a)
     ones = np.ones_like(s[..., :1])
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)  # prod_{j < i} s_j
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]  # prod_{j > i} s_j
-    sign = np.linalg.det(u) * np.linalg.det(vt)  # +-1
-    return (u * (before * after * sign[..., None])[..., None, :]) @ vt
+    sign = np.linalg.det(u) * np.linalg.det(vt)  # of unit modulus
+    c = (u * (before * after)[..., None, :]) @ vt
+    return sign[..., None, None] * (np.conj(c) if np.iscomplexobj(c) else c)
 
 
 def _cofactor_vjp(g, out, a):
-    # C = det(A) A^-T; dC = tr(A^-1 dA) C - C dA^T A^-T
+    # C = det(A) A^-T; dC = tr(A^-1 dA) C - C dA^T A^-T (holomorphic: the same for complex A)
     a_inv_t = _mT(inv(a))
     return _as_matrix_scale(_trace_last2(g * out)) * a_inv_t - matmul(a_inv_t, matmul(_mT(g), out))
 
@@ -654,19 +705,59 @@ def det(a):
     return apply(_det, (a,))
 
 
-# slogdet has two outputs and the IR single-output ops: log|det| is a differentiable op,
-# the sign one without a gradient (it is piecewise constant); each runs LAPACK's slogdet
+def _inv_inf_forward(a):
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:  # a singular matrix in the stack: adj(A) / det(A), inf or nan where det is 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.swapaxes(_cofactor_forward(a), -1, -2) / np.linalg.det(a)[..., None, None]
+
+
+_inv_inf = defop(
+    "inv_inf",
+    _inv_inf_forward,
+    vjp=(lambda g, out, a: -matmul(_mT(out), matmul(g, _mT(out))),),  # inv's rules
+    jvp=(lambda t, out, a: -matmul(out, matmul(t, out)),),
+    shape=_same_shape,
+    dtype=_linalg_dtype,
+    batch=batching.stacked,
+)
+
+
+def _inv_t(a):
+    """A^-T, inf/nan at a singular matrix."""
+    return _mT(apply(_inv_inf, (a,)))
+
+
+# slogdet has two outputs and the IR single-output ops: log|det| = Re log det A is a differentiable
+# op, d log|det| = Re tr(A^-1 dA). The sign of a real matrix is piecewise constant (an op without a
+# gradient); that of a complex one, det/|det|, moves: d sign = i Im(tr(A^-1 dA)) sign (slogdet_phase).
+# Each runs LAPACK's slogdet.
 _logabsdet = defop(
     "logabsdet",
     lambda a: np.linalg.slogdet(a)[1],
-    vjp=(lambda g, out, a: _as_matrix_scale(g) * _mT(inv(a)),),  # g A^-T
-    jvp=(lambda t, out, a: _trace_last2(_mT(inv(a)) * t),),  # tr(A^-1 t)
+    vjp=(lambda g, out, a: _as_matrix_scale(g) * _inv_t(a),),  # g A^-T
+    jvp=(lambda t, out, a: _real(_trace_last2(_inv_t(a) * t)),),  # Re tr(A^-1 t)
     shape=_batch_shape,
-    dtype=_linalg_dtype,
+    dtype=_real_linalg_dtype,
     batch=batching.stacked,
 )
 _slogdet_sign = defop("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], shape=_batch_shape, dtype=_linalg_dtype,
                       batch=batching.stacked)
+
+
+def _phase_vjp(g, out, a):
+    # Re(g d sign) = Re(i Im(g sign) tr(A^-1 dA)); zero for a real sign
+    return _as_matrix_scale(imag(g * out) * 1j) * _inv_t(a) if _is_complex(out) else g * 0
+
+
+def _phase_jvp(t, out, a):
+    turn = imag(_trace_last2(_inv_t(a) * t))
+    return out * (turn * 1j) if _is_complex(out) else turn * 0
+
+
+_slogdet_phase = defop("slogdet_phase", lambda a: np.linalg.slogdet(a)[0], vjp=(_phase_vjp,), jvp=(_phase_jvp,),
+                       shape=_batch_shape, dtype=_linalg_dtype, batch=batching.stacked)
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
@@ -674,14 +765,17 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 def slogdet(a):
     """Sign and natural log of the absolute value of the determinant, as `np.linalg.slogdet`.
 
-    Returns `(sign, logabsdet)`; only `logabsdet` carries a gradient.
+    Returns `(sign, logabsdet)`. The sign of a real matrix has no gradient (it is piecewise
+    constant); that of a complex one (det/|det|, of modulus 1) has. At a singular matrix
+    logabsdet is -inf and its gradient inf/nan, as in PyTorch and JAX.
 
     >>> sign, logabsdet = slogdet(np.array([[0.0, 2.0], [3.0, 0.0]]))
     >>> float(sign), round(float(np.exp(logabsdet)), 12)
     (-1.0, 6.0)
     """
     _square("slogdet", a)
-    return SlogdetResult(apply(_slogdet_sign, (a,)), apply(_logabsdet, (a,)))
+    sign = _slogdet_phase if _is_complex(a) else _slogdet_sign
+    return SlogdetResult(apply(sign, (a,)), apply(_logabsdet, (a,)))
 
 
 # -- solve(a, b): NumPy 2 semantics, b is a vector (M,) only when 1-D, else a stack (..., M, K)
@@ -758,27 +852,28 @@ def solve(a, b):
     return apply(_solve, (a, b))
 
 
-# -- cholesky: PyTorch's rules (Iain Murray, arXiv:1602.07527). The input is taken as symmetric
-# (LAPACK reads its lower triangle only), so the vjp is the symmetric gradient and the jvp
-# uses the symmetric part of the tangent, which keeps the two modes consistent.
+# -- cholesky: PyTorch's rules (Iain Murray, arXiv:1602.07527). The input is taken as Hermitian
+# (LAPACK reads its lower triangle only), so the vjp is the Hermitian gradient and the jvp uses the
+# Hermitian part of the tangent, which keeps the two modes consistent.
 def _phi_weights(n, dtype):
     """1 below the diagonal, 1/2 on it, 0 above: X * W is X's lower triangle with half its diagonal."""
     return (np.tril(np.ones((n, n)), -1) + np.eye(n) * 0.5).astype(dtype)
 
 
 def _cholesky_vjp(g, out, a):
+    # the Hermitian-product rule L^-H herm(phi(L^H G)) L^-1, with G = conj(g), conjugated back
     n = _shape(out)[-1]
     l_inv = inv(out)
     p = matmul(_mT(out), g) * _phi_weights(n, _dtype(out))
-    s = (p + _mT(p)) * 0.5
-    return matmul(_mT(l_inv), matmul(s, l_inv))  # L^-T sym(phi(L^T g)) L^-1
+    s = (p + _H(p)) * 0.5
+    return matmul(_mT(l_inv), matmul(s, _conj(l_inv)))
 
 
 def _cholesky_jvp(t, out, a):
     n = _shape(out)[-1]
     l_inv = inv(out)
-    s = (t + _mT(t)) * 0.5
-    return matmul(out, matmul(l_inv, matmul(s, _mT(l_inv))) * _phi_weights(n, _dtype(out)))  # L phi(L^-1 S L^-T)
+    s = (t + _H(t)) * 0.5
+    return matmul(out, matmul(l_inv, matmul(s, _H(l_inv))) * _phi_weights(n, _dtype(out)))  # L phi(L^-1 S L^-H)
 
 
 _cholesky = defop(
@@ -794,10 +889,12 @@ _cholesky = defop(
 
 @public(_cholesky)
 def cholesky(a, /, *, upper=False):
-    """Cholesky factor of a symmetric positive-definite matrix (or stack), as `np.linalg.cholesky`:
-    lower-triangular L with `a = L @ L.T` (or upper U = L.T with `upper=True`).
+    """Cholesky factor of a Hermitian (real: symmetric) positive-definite matrix (or stack), as
+    `np.linalg.cholesky`: lower-triangular L with `a = L @ L.conj().T` (or upper U = L^H with
+    `upper=True`).
 
-    Only the lower triangle of `a` is read; the gradient is the symmetric one (as PyTorch).
+    Only the lower triangle of `a` is read; the gradient is the Hermitian one (as PyTorch): a
+    function of `cholesky(a)` is differentiated as one of `cholesky((a + a^H) / 2)`.
 
     >>> cholesky(np.array([[4.0, 2.0], [2.0, 5.0]]))
     array([[2., 0.],
@@ -805,7 +902,7 @@ def cholesky(a, /, *, upper=False):
     """
     _square("cholesky", a)
     lower = apply(_cholesky, (a,))
-    return _mT(lower) if upper else lower
+    return _H(lower) if upper else lower
 
 
 # -- norm: the 2-norm (vector 2-norm, Frobenius) is a primitive with its own rule because
@@ -817,23 +914,29 @@ def _safe_reciprocal(out):
     return where(zero, 0, 1 / where(zero, 1, out))
 
 
+def _abs2(x):
+    """|x|^2 elementwise, real (NumPy's norm sums x.real**2 + x.imag**2 for complex x)."""
+    return x.real * x.real + x.imag * x.imag if np.iscomplexobj(x) else x * x
+
+
 def _l2_norm_vjp(g, out, x, axis, keepdims):
+    # d|x| = Re(sum(conj(x) dx)) / |x|
     kept = reduced_shape(_shape(x), axis, True)
     scale = g * _safe_reciprocal(out)
-    return x * (scale if _shape(scale) == kept else reshape(scale, kept))
+    return _conj(x) * (scale if _shape(scale) == kept else reshape(scale, kept))
 
 
 def _l2_norm_jvp(t, out, x, axis, keepdims):
-    return sum(x * t, axis=axis, keepdims=keepdims) * _safe_reciprocal(out)
+    return _real(sum(_conj(x) * t, axis=axis, keepdims=keepdims)) * _safe_reciprocal(out)
 
 
 _l2_norm = defop(
     "l2_norm",
-    lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
+    lambda x, axis, keepdims: np.sqrt(np.sum(_abs2(x), axis=axis, keepdims=keepdims)),
     vjp=(_l2_norm_vjp,),
     jvp=(_l2_norm_jvp,),
     shape=lambda shape, axis, keepdims: reduced_shape(shape, axis, keepdims),
-    dtype=_linalg_dtype,
+    dtype=_real_linalg_dtype,
     batch=batching.over_axes,
 )
 
@@ -860,7 +963,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return min(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:  # the count of non-zero entries: no gradient
-        return sum(astype(not_equal(x, 0), _dtype(x)), axis=axis, keepdims=keepdims)
+        return sum(astype(not_equal(x, 0), real_part(_dtype(x))), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     return _p_norm(x, float(ord), axis, keepdims)
@@ -922,7 +1025,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return _matrix_norm(x, ord, axes[0], axes[1], keepdims)
 
 
-# ---------------------------------------------------------------- decompositions (real matrices)
+# ---------------------------------------------------------------- decompositions
 # Each output of a decomposition is its own single-output op (the IR's ops have one output, as
 # for slogdet); each runs the LAPACK routine again, which costs time, not correctness. A rule
 # for one output is the full rule with the other outputs' cotangents (tangents) zero, so a
@@ -976,64 +1079,88 @@ def _svd_no_full(a, full_matrices):
                          "full_matrices=False", a)
 
 
+def _svd_cotangent(a, g_u=None, g_s=None, g_vh=None):
+    """The cotangent of A = U diag(S) Vh from those of U, S and Vh (None: zero). In Hermitian-product
+    terms, with G_U = conj(g_u), G_V = g_vh^T, J = U^H G_U, K = V^H G_V, F = 1/(s_j^2 - s_i^2):
+    U [diag(g_s) + (F o (J - J^H)) S + i Im(diag J) / S + S (F o (K - K^H))] V^H
+    + (I - U U^H) G_U S^-1 V^H + U S^-1 G_V^H (I - V V^H), conjugated back (the last two only for a
+    tall or wide matrix). The i Im(diag J) term is the phase of U's columns, fixed with V's; a
+    function invariant to those phases gets its true gradient."""
+    u, s, vh = _svd_factors(a)
+    f = _gap_reciprocal(s, True)
+    eye = _eye(_shape(s)[-1], s)
+    inner_part = 0
+    if g_s is not None:
+        inner_part = eye * expand_dims(g_s, -2)
+    if g_u is not None:
+        gu = _conj(g_u)
+        j = matmul(_H(u), gu)
+        inner_part = inner_part + _diag_mul(f * (j - _H(j)), s)
+        if _is_complex(j):
+            inner_part = inner_part + eye * expand_dims(imag(sum(eye * j, axis=-2)) * 1j / s, -2)
+    if g_vh is not None:
+        gv = _mT(g_vh)
+        k = matmul(vh, gv)
+        inner_part = inner_part + expand_dims(s, -1) * (f * (k - _H(k)))
+    out = matmul(u, matmul(inner_part, vh))
+    if g_u is not None and _shape(a)[-2] != _shape(s)[-1]:  # tall: the part of G_U outside U's columns
+        out = out + matmul(_diag_mul(gu - matmul(u, j), 1 / s), vh)
+    if g_vh is not None and _shape(a)[-1] != _shape(s)[-1]:  # wide: the part of G_V outside V's columns
+        out = out + matmul(_diag_mul(u, 1 / s), _H(gv) - matmul(_H(k), vh))
+    return _conj(out)
+
+
 def _svd_u_vjp(g, out, a, full_matrices):
     _svd_no_full(a, full_matrices)
-    u, s, vt = _svd_factors(a)
-    ut_g = matmul(_mT(u), g)
-    inner_part = _diag_mul(_gap_reciprocal(s, True) * (ut_g - _mT(ut_g)), s)
-    out_g = matmul(u, matmul(inner_part, vt))
-    if _shape(a)[-2] != _shape(s)[-1]:  # tall: the part of g outside U's columns
-        out_g = out_g + matmul(_diag_mul(g - matmul(u, ut_g), 1 / s), vt)
-    return out_g
+    return _svd_cotangent(a, g_u=g)
 
 
 def _svd_vt_vjp(g, out, a, full_matrices):
     _svd_no_full(a, full_matrices)
-    u, s, vt = _svd_factors(a)
-    gv = _mT(g)
-    vt_gv = matmul(vt, gv)
-    inner_part = expand_dims(s, -1) * (_gap_reciprocal(s, True) * (vt_gv - _mT(vt_gv)))
-    out_g = matmul(u, matmul(inner_part, vt))
-    if _shape(a)[-1] != _shape(s)[-1]:  # wide: the part of g outside V's columns
-        out_g = out_g + matmul(_diag_mul(u, 1 / s), g - matmul(_mT(vt_gv), vt))
-    return out_g
+    return _svd_cotangent(a, g_vh=g)
 
 
 def _svd_dp(t, a):
-    u, s, vt = _svd_factors(a)
-    return u, s, vt, matmul(_mT(u), matmul(t, _mT(vt)))  # U^T dA V
+    u, s, vh = _svd_factors(a)
+    tv = matmul(t, _H(vh))
+    return u, s, vh, tv, matmul(_H(u), tv)  # U^H dA V
 
 
 def _svd_u_jvp(t, out, a, full_matrices):
+    # dU = U (F o (P S + S P^H) + i Im(diag P) / S) + (I - U U^H) dA V S^-1, P = U^H dA V
     _svd_no_full(a, full_matrices)
-    u, s, vt, dp = _svd_dp(t, a)
+    u, s, vh, tv, dp = _svd_dp(t, a)
     dps = _diag_mul(dp, s)
-    du = matmul(u, _gap_reciprocal(s, True) * (dps + _mT(dps)))
+    inner_part = _gap_reciprocal(s, True) * (dps + _H(dps))
+    if _is_complex(dp):
+        eye = _eye(_shape(s)[-1], s)
+        inner_part = inner_part + eye * expand_dims(imag(sum(eye * dp, axis=-2)) * 1j / s, -2)
+    du = matmul(u, inner_part)
     if _shape(a)[-2] != _shape(s)[-1]:
-        tv = matmul(t, _mT(vt))
-        du = du + _diag_mul(tv - matmul(u, matmul(_mT(u), tv)), 1 / s)
+        du = du + _diag_mul(tv - matmul(u, dp), 1 / s)
     return du
 
 
 def _svd_vt_jvp(t, out, a, full_matrices):
+    # dV = V (F o (S P + P^H S)) + (I - V V^H) dA^H U S^-1; dVh = dV^H
     _svd_no_full(a, full_matrices)
-    u, s, vt, dp = _svd_dp(t, a)
+    u, s, vh, tv, dp = _svd_dp(t, a)
     sdp = expand_dims(s, -1) * dp
-    dv = matmul(_mT(vt), _gap_reciprocal(s, True) * (sdp + _mT(sdp)))
+    dv = matmul(_H(vh), _gap_reciprocal(s, True) * (sdp + _H(sdp)))
     if _shape(a)[-1] != _shape(s)[-1]:
-        tu = matmul(_mT(t), u)
-        dv = dv + _diag_mul(tu - matmul(_mT(vt), matmul(vt, tu)), 1 / s)
-    return _mT(dv)
+        tu = matmul(_H(t), u)
+        dv = dv + _diag_mul(tu - matmul(_H(vh), _H(dp)), 1 / s)
+    return _H(dv)
 
 
 def _svd_s_vjp(g, out, a):
-    u, _, vt = _svd_factors(a)
-    return matmul(_diag_mul(u, g), vt)  # U diag(g) V^T
+    u, _, vh = _svd_factors(a)
+    return _conj(matmul(_diag_mul(u, g), vh))  # conj(U diag(g) Vh)
 
 
 def _svd_s_jvp(t, out, a):
-    u, _, vt = _svd_factors(a)
-    return sum(u * matmul(t, _mT(vt)), axis=-2)  # diag(U^T dA V)
+    u, _, vh = _svd_factors(a)
+    return _real(sum(_conj(u) * matmul(t, _H(vh)), axis=-2))  # Re diag(U^H dA V)
 
 
 _svd_u = defop(
@@ -1051,7 +1178,7 @@ _svd_s = defop(
     vjp=(_svd_s_vjp,),
     jvp=(_svd_s_jvp,),
     shape=lambda shape: (*_batch_shape(shape), _svd_dims(shape, False)[2]),
-    dtype=_linalg_dtype,
+    dtype=_real_linalg_dtype,
     batch=batching.stacked,
 )
 _svd_vt = defop(
@@ -1076,13 +1203,16 @@ def _matrix(name, a):
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """Singular value decomposition `a = U @ diag(S) @ Vh` of a real matrix or stack (..., m, n),
-    as `np.linalg.svd`: `SVDResult(U, S, Vh)`, or `S` alone with `compute_uv=False`.
+    """Singular value decomposition `a = U @ diag(S) @ Vh` of a real or complex matrix or stack
+    (..., m, n), as `np.linalg.svd`: `SVDResult(U, S, Vh)`, or `S` (real) alone with
+    `compute_uv=False`.
 
-    S is differentiable everywhere (its derivative is U diag(.) Vh). U and Vh are differentiable
-    with `full_matrices=False` (or a square matrix); with repeated singular values, or zero ones
-    for a non-square matrix, their derivatives are inf/nan, as in JAX and PyTorch; only functions
-    invariant to the signs of U's and V's columns (e.g. `U @ diag(S) @ Vh`) have unique ones.
+    S is differentiable everywhere (its derivative is conj(U diag(.) Vh)). U and Vh are
+    differentiable with `full_matrices=False` (or a square matrix); with repeated singular values,
+    or zero ones for a non-square matrix, their derivatives are inf/nan, as in JAX and PyTorch.
+    Column j of U and row j of Vh may be multiplied by any sign (complex: by e^{i phi} and
+    e^{-i phi}), so only functions invariant to that (`abs(U)`, `U @ diag(S) @ Vh`, the projectors
+    `U @ U^H`) have unique derivatives; those are what the rules give.
     `hermitian` is accepted and the general algorithm used.
 
     >>> svd(np.array([[3.0, 0.0], [0.0, -2.0]]), compute_uv=False)
@@ -1096,38 +1226,64 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(apply(_svd_u, (a,), attrs), s, apply(_svd_vt, (a,), attrs))
 
 
-# -- eigh: as for cholesky, the input is taken as symmetric (LAPACK reads one triangle), so the
-# jvp uses the symmetric part of the tangent and the vjp gives the symmetric gradient
+# -- eigh: LAPACK reads one triangle (UPLO) and takes the diagonal as real, so eigh(a) is a function
+# of that triangle: the Hermitian matrix M built from it. Its derivatives are those of that function
+# (HIPS autograd's): the jvp uses the M built from the tangent's triangle, the vjp is the gradient
+# with respect to M, carried back to that triangle. (PyTorch gives the symmetric gradient instead,
+# right only for symmetric tangents; a non-symmetric a's central differences disagree with it.)
 def _eigh_factors(a, uplo):
     return apply(_eigh_w, (a,), {"UPLO": uplo}), apply(_eigh_v, (a,), {"UPLO": uplo})
 
 
-def _sym(x):
-    return (x + _mT(x)) * 0.5
+def _size_of(a):
+    """n of a square matrix (stack) a, from whichever of its last two sizes a static graph knows."""
+    shape = _shape(a)
+    return _known(shape[-1] if shape[-1] is not None else shape[-2], a)
+
+
+def _masks(a, like, uplo):
+    """The strict UPLO triangle and the identity, of n x n and like's dtype."""
+    n = _size_of(a)
+    low = np.tril(np.ones((n, n), dtype=_dtype(like)), -1)
+    return (low if uplo == "L" else low.T), np.eye(n, dtype=_dtype(like))
+
+
+def _read_triangle(t, a, uplo):
+    """The Hermitian matrix LAPACK sees in t: its UPLO triangle, mirrored, and its diagonal's real part."""
+    strict, eye = _masks(a, t, uplo)
+    part = t * strict
+    return part + _H(part) + _real(t) * eye
+
+
+def _to_triangle(ct, a, uplo):
+    """The adjoint of _read_triangle: a cotangent of the Hermitian matrix onto the triangle read."""
+    strict, eye = _masks(a, ct, uplo)
+    return (ct + _H(ct)) * strict + _real(ct) * eye
 
 
 def _eigh_w_vjp(g, out, a, UPLO):
     v = apply(_eigh_v, (a,), {"UPLO": UPLO})
-    return matmul(_diag_mul(v, g), _mT(v))  # V diag(g) V^T
+    return _to_triangle(matmul(_diag_mul(_conj(v), g), _mT(v)), a, UPLO)  # conj(V) diag(g) V^T
 
 
 def _eigh_v_vjp(g, out, a, UPLO):
     w, v = _eigh_factors(a, UPLO)
-    return _sym(matmul(v, matmul(_gap_reciprocal(w, False) * matmul(_mT(v), g), _mT(v))))
+    return _to_triangle(matmul(_conj(v), matmul(_gap_reciprocal(w, False) * matmul(_mT(v), g), _mT(v))), a, UPLO)
 
 
 def _eigh_w_jvp(t, out, a, UPLO):
     v = apply(_eigh_v, (a,), {"UPLO": UPLO})
-    return sum(v * matmul(_sym(t), v), axis=-2)  # diag(V^T sym(t) V)
+    return _real(sum(_conj(v) * matmul(_read_triangle(t, a, UPLO), v), axis=-2))  # diag(V^H M V)
 
 
 def _eigh_v_jvp(t, out, a, UPLO):
     w, v = _eigh_factors(a, UPLO)
-    return matmul(v, _gap_reciprocal(w, False) * matmul(_mT(v), matmul(_sym(t), v)))
+    return matmul(v, _gap_reciprocal(w, False) * matmul(_H(v), matmul(_read_triangle(t, a, UPLO), v)))
 
 
 _eigh_w = defop("eigh_w", lambda a, UPLO: np.linalg.eigh(a, UPLO)[0], vjp=(_eigh_w_vjp,), jvp=(_eigh_w_jvp,),
-                shape=lambda shape, UPLO: tuple(_same_shape(shape)[:-1]), dtype=_linalg_dtype, batch=batching.stacked)
+                shape=lambda shape, UPLO: _eigenvalues_shape(shape), dtype=_real_linalg_dtype,
+                batch=batching.stacked)
 _eigh_v = defop("eigh_v", lambda a, UPLO: np.linalg.eigh(a, UPLO)[1], vjp=(_eigh_v_vjp,), jvp=(_eigh_v_jvp,),
                 shape=lambda shape, UPLO: _same_shape(shape), dtype=_linalg_dtype, batch=batching.stacked)
 
@@ -1135,12 +1291,15 @@ EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
 def eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of a real symmetric matrix or stack, as
-    `np.linalg.eigh`: `EighResult(eigenvalues, eigenvectors)`.
+    """Eigenvalues (ascending, real) and eigenvectors of a Hermitian (real: symmetric) matrix or
+    stack, as `np.linalg.eigh`: `EighResult(eigenvalues, eigenvectors)`.
 
-    Only the `UPLO` triangle is read; derivatives are the symmetric ones (as PyTorch). Those of
-    the eigenvalues are finite always; those of the eigenvectors are inf/nan when eigenvalues
-    repeat (as in JAX and PyTorch).
+    Only the `UPLO` triangle (and the real part of the diagonal) is read, and the derivatives are
+    those of that function, as HIPS autograd's: a gradient lies in that triangle (PyTorch gives the
+    symmetric one). Those of the eigenvalues are finite always; those of the eigenvectors are
+    inf/nan when eigenvalues repeat (as in JAX and PyTorch). Each eigenvector's sign (complex:
+    phase) is arbitrary, so only functions invariant to it (`abs(v)`, `v @ diag(w) @ v^H`, ...)
+    have a well-defined derivative.
 
     >>> eigh(np.array([[2.0, 1.0], [1.0, 2.0]])).eigenvalues
     array([1., 3.])
@@ -1152,17 +1311,118 @@ def eigh(a, UPLO="L"):
     return EighResult(*_eigh_factors(a, UPLO))
 
 
+# -- eig: A U = U diag(w) for a general matrix; NumPy scales each eigenvector to norm 1. With
+# X = U^-1 dA U and F = 1/(w_j - w_i) off the diagonal: dw = diag(X), dU = U C where C = F o X off
+# the diagonal and, on it, what keeps each column's norm (Re(u_j^H du_j) = 0; the phase stays
+# arbitrary). The vjp is HIPS autograd's (arXiv:1701.00392 eq. 4.77), the adjoint of that.
+# Both outputs are always complex, as JAX's (NumPy's are real when all eigenvalues of a real matrix
+# are, which a graph's dtype cannot depend on).
+def _eig_forward(a, which):
+    out = np.linalg.eig(a)[which]
+    return out.astype(np.result_type(out.dtype, np.complex64), copy=False)
+
+
+def _eig_factors(a):
+    return apply(_eig_w, (a,)), apply(_eig_v, (a,))
+
+
+def _eig_back(m, u):
+    """U^-T m U^T: a cotangent of U^-1 dA U carried to dA."""
+    ut = _mT(u)
+    return solve(ut, matmul(m, ut))
+
+
+def _eig_w_vjp(g, out, a):
+    u = apply(_eig_v, (a,))
+    return _eig_back(_eye(_size_of(a), u) * expand_dims(g, -2), u)
+
+
+def _eig_v_vjp(g, out, a):
+    w, u = _eig_factors(a)
+    ut_g = matmul(_mT(u), g)
+    eye = _eye(_size_of(a), u)
+    norm_part = _diag_mul(matmul(_mT(u), conj(u)), real(sum(ut_g * eye, axis=-2)))
+    return _eig_back(_gap_reciprocal(w, False) * (ut_g - norm_part), u)
+
+
+def _eig_x(t, u):
+    return solve(u, matmul(t, u))  # U^-1 dA U
+
+
+def _eig_w_jvp(t, out, a):
+    u = apply(_eig_v, (a,))
+    return sum(_eig_x(t, u) * _eye(_size_of(a), u), axis=-2)
+
+
+def _eig_v_jvp(t, out, a):
+    w, u = _eig_factors(a)
+    uc = matmul(u, _gap_reciprocal(w, False) * _eig_x(t, u))
+    return uc - _diag_mul(u, real(sum(conj(u) * uc, axis=-2)))
+
+
+_eig_w = defop("eig_w", lambda a: _eig_forward(a, 0), vjp=(_eig_w_vjp,), jvp=(_eig_w_jvp,),
+               shape=_eigenvalues_shape, dtype=_complex_linalg_dtype,
+               batch=batching.stacked)
+_eig_v = defop("eig_v", lambda a: _eig_forward(a, 1), vjp=(_eig_v_vjp,), jvp=(_eig_v_jvp,),
+               shape=_same_shape, dtype=_complex_linalg_dtype, batch=batching.stacked)
+
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors (columns, each of norm 1) of a general square matrix or
+    stack, as `np.linalg.eig`: `EigResult(eigenvalues, eigenvectors)`, always complex (NumPy's are
+    real when every eigenvalue of a real matrix is; the values agree).
+
+    Differentiable (HIPS autograd's rule) where the eigenvalues are distinct (repeated ones give
+    inf/nan, as in JAX and PyTorch). Each eigenvector's phase is arbitrary, so only functions
+    invariant to it (`abs(v)`, the eigenvalues, `v @ diag(w) @ inv(v)`) have a well-defined
+    derivative; the rule keeps each column's norm.
+
+    >>> eig(np.array([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
+    array([2.+0.j, 3.+0.j])
+    """
+    a = as_array(a, "linalg.eig")
+    _square("eig", a)
+    return EigResult(*_eig_factors(a))
+
+
+def eigvals(a):
+    """The eigenvalues of a general square matrix or stack, as `np.linalg.eigvals` (always complex).
+
+    >>> eigvals(np.array([[0.0, -1.0], [1.0, 0.0]]))
+    array([0.+1.j, 0.-1.j])
+    """
+    a = as_array(a, "linalg.eigvals")
+    _square("eigvals", a)
+    return apply(_eig_w, (a,))
+
+
+def eigvalsh(a, UPLO="L"):
+    """The eigenvalues (ascending, real) of a Hermitian matrix or stack, as `np.linalg.eigvalsh`.
+
+    >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([1., 3.])
+    """
+    a = as_array(a, "linalg.eigvalsh")
+    _square("eigvalsh", a)
+    if UPLO not in ("L", "U"):
+        raise user_error(ValueError, "linalg.eigvalsh", f"UPLO must be 'L' or 'U', got {UPLO!r}", a)
+    return apply(_eigh_w, (a,), {"UPLO": UPLO})
+
+
 # -- qr (reduced), for m >= n: the rules of Walter & Lehmann (2018) as JAX and PyTorch have
-# them. A wide matrix [X | Y] is factored as Q R_X = qr(X), R = [R_X | Q^T Y] (LAPACK's
+# them. A wide matrix [X | Y] is factored as Q R_X = qr(X), R = [R_X | Q^H Y] (LAPACK's
 # Householder steps on the first m columns are those of X's, so the values are NumPy's).
 def _tril_mask(like, strict):
     n = _known(_shape(like)[-1], like)
     return np.tril(np.ones((n, n), dtype=_dtype(like)), -1 if strict else 0)
 
 
-def _copyltu(m):
-    """The symmetric matrix with m's lower triangle."""
-    return m * _tril_mask(m, False) + _mT(m * _tril_mask(m, True))
+def _syminvadj_triu(m):
+    """The Hermitian matrix with m's upper triangle (and the real part of its diagonal)."""
+    up = m * _mT(_tril_mask(m, True))
+    return up + _H(up) + _real(m) * _eye(_shape(m)[-1], m)
 
 
 def _qr_factors(a):
@@ -1173,22 +1433,28 @@ def _times_r_inv_t(x, r):
     return _mT(solve(r, _mT(x)))  # x R^-T
 
 
+# in Hermitian-product terms dA = (G_Q + Q herm_triu(G_R R^H - Q^H G_Q)) R^-H; conjugated back, as below
 def _qr_q_vjp(g, out, a):
     q, r = _qr_factors(a)
-    return _times_r_inv_t(g + matmul(q, _copyltu(-matmul(_mT(g), q))), r)
+    return _times_r_inv_t(g + matmul(_conj(q), _syminvadj_triu(-matmul(_mT(q), g))), r)
 
 
 def _qr_r_vjp(g, out, a):
     q, r = _qr_factors(a)
-    return _times_r_inv_t(matmul(q, _copyltu(matmul(r, _mT(g)))), r)
+    return _times_r_inv_t(matmul(_conj(q), _syminvadj_triu(matmul(g, _mT(r)))), r)
 
 
 def _qr_tangents(t, a):
+    # Q^H dA R^-1 = Q^H dQ + dR R^-1: a skew-Hermitian part (its diagonal imaginary, as R's is real)
+    # and an upper-triangular one
     q, r = _qr_factors(a)
     t_rinv = _mT(solve(_mT(r), _mT(t)))  # dA R^-1
-    qt = matmul(_mT(q), t_rinv)
+    qt = matmul(_H(q), t_rinv)
     low = qt * _tril_mask(qt, True)
-    return q, r, t_rinv, qt, low - _mT(low)
+    skew = low - _H(low)
+    if _is_complex(qt):
+        skew = skew + (qt - _real(qt)) * _eye(_shape(qt)[-1], qt)
+    return q, r, t_rinv, qt, skew
 
 
 def _qr_q_jvp(t, out, a):
@@ -1215,7 +1481,7 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 
 
 def qr(a, mode="reduced"):
-    """QR decomposition `a = Q @ R` of a real matrix or stack (..., m, n), as `np.linalg.qr`:
+    """QR decomposition `a = Q @ R` of a real or complex matrix or stack (..., m, n), as `np.linalg.qr`:
     `QRResult(Q, R)` with mode 'reduced', R alone with mode 'r'; differentiable (where R's
     diagonal has no zero, i.e. the first min(m, n) columns are independent).
 
@@ -1234,7 +1500,7 @@ def qr(a, mode="reduced"):
     if m < n:
         x, y = getitem(a, (Ellipsis, slice(None), slice(0, m))), getitem(a, (Ellipsis, slice(None), slice(m, None)))
         q, rx = _qr_factors(x)
-        r = concatenate([rx, matmul(_mT(q), y)], axis=-1)
+        r = concatenate([rx, matmul(_H(q), y)], axis=-1)
     else:
         q, r = _qr_factors(a)
     return r if mode == "r" else QRResult(q, r)
@@ -1247,17 +1513,19 @@ def _pinv_forward(a, rcond):
 
 
 def _pinv_vjp(g, out, a, rcond):
-    p, gt = out, _mT(g)
-    left = matmul(gt, matmul(p, _mT(p)))  # g^T P P^T, then (I - A P) of it
-    right = matmul(matmul(_mT(p), p), gt)  # P^T P g^T, then it (I - P A)
-    return (-matmul(_mT(p), matmul(g, _mT(p))) + left - matmul(a, matmul(p, left))
-            + right - matmul(matmul(right, p), a))
+    # the Hermitian-product rule for G = conj(g), conjugated back
+    p, gh = out, _mT(g)  # gh = G^H
+    ph = _H(p)
+    left = matmul(gh, matmul(p, ph))  # G^H P P^H, then (I - A P) of it
+    right = matmul(matmul(ph, p), gh)  # P^H P G^H, then it (I - P A)
+    return _conj(-matmul(ph, matmul(_conj(g), ph)) + left - matmul(a, matmul(p, left))
+                 + right - matmul(matmul(right, p), a))
 
 
 def _pinv_jvp(t, out, a, rcond):
-    p, tt = out, _mT(t)
-    left = matmul(p, matmul(_mT(p), tt))  # P P^T t^T (I - A P)
-    right = matmul(tt, matmul(_mT(p), p))  # (I - P A) t^T P^T P
+    p, th = out, _H(t)
+    left = matmul(p, matmul(_H(p), th))  # P P^H t^H (I - A P)
+    right = matmul(th, matmul(_H(p), p))  # (I - P A) t^H P^H P
     return (-matmul(p, matmul(t, p)) + left - matmul(matmul(left, a), p)
             + right - matmul(p, matmul(a, right)))
 
@@ -1268,7 +1536,7 @@ _pinv = defop("pinv", _pinv_forward, vjp=(_pinv_vjp,), jvp=(_pinv_jvp,),
 
 
 def pinv(a, rcond=None, hermitian=False):
-    """Moore-Penrose pseudo-inverse of a real matrix or stack (..., m, n), as `np.linalg.pinv`
+    """Moore-Penrose pseudo-inverse of a real or complex matrix or stack (..., m, n), as `np.linalg.pinv`
     (singular values below `rcond` times the largest are taken as zero). The derivative is
     Golub and Pereyra's, correct where the rank does not change nearby (as JAX's), and
     finite for repeated singular values. `hermitian` is accepted; the general algorithm is used.
