@@ -306,8 +306,8 @@ def ravel_pytree(pytree):
     leaves, treedef = tree_flatten(pytree)
     values = [leaf if isinstance(leaf, (Tensor, np.ndarray)) else np.asarray(leaf) for leaf in leaves]
     for leaf, value in zip(leaves, values):
-        if _dtype(value).kind not in "biuf":
-            raise user_error(TypeError, "ravel_pytree", f"a leaf must be a bool, integer or real floating-point "
+        if _dtype(value).kind not in "biufc":
+            raise user_error(TypeError, "ravel_pytree", f"a leaf must be a bool, integer, floating-point or complex "
                              f"array, got {type(leaf).__name__} of dtype {_dtype(value)}")
     shapes = [tuple(_shape(v)) for v in values]
     dtypes = [_dtype(v) for v in values]

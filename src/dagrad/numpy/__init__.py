@@ -42,6 +42,7 @@ from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
     inf,
     isclose,
     logspace,
+    longdouble,
     nan,
     ndarray,
     newaxis,

@@ -82,8 +82,9 @@ def _power_rule_exponent(g, out, x, y):
     # d/dy x**y = x**y * log(x); PyTorch's convention: zero where x == 0 and y >= 0 (0**y is 0 or 1
     # there), else x**y * log(x) as it stands: -inf at 0**-1 (inf * log(0)), NaN for x < 0
     if _is_number(x):  # a Python number stays weakly typed, so float32 stays float32
-        if x != 0:
-            return g * (out * float(np.log(x)))
+        if x != 0:  # complex(...) for a complex base: float() would drop the imaginary part of its log
+            return g * (out * (complex(np.log(x)) if isinstance(x, (complex, np.complexfloating)) else
+                               float(np.log(x))))
         if _is_number(y):
             return g * 0 if y >= 0 else g * -math.inf
         # g times the derivative, not a choice between g * 0 and g * -inf: the unchosen g * -inf would give
@@ -251,13 +252,19 @@ def _erf(x):
     # math.erf is exact to double precision; NumPy has no erf of its own. The ufunc is made here,
     # not once at import, so that the function stands alone (dg.compile's export copies it).
     x = np.asarray(x)
-    if x.dtype.kind == "c":
-        raise TypeError(f"erf is defined here for real numbers only, got dtype {x.dtype}")
+    if x.dtype.kind == "c":  # math.erf is real only; SciPy's erf (an optional extra) is entire
+        try:
+            from scipy.special import erf as complex_erf
+        except ImportError:
+            raise TypeError(f"erf of complex numbers (dtype {x.dtype}) is computed by SciPy, the optional extra "
+                            "dagrad[scipy] (pip install 'dagrad[scipy]')") from None
+        return complex_erf(x)[()]
     dtype = x.dtype if x.dtype.kind == "f" else np.float64
     return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=dtype)[()]
 
 
 erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1, floating)
+erf.__doc__ = """The error function, elementwise (of complex values through SciPy, the extra dagrad[scipy])."""
 
 # -- complex numbers (see the module docstring for the convention)
 conj = _elementwise("conjugate", np.conjugate, (lambda g, out, x: conj(g),), 1)  # the same rule both ways

@@ -27,7 +27,7 @@ from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import shape_of as _shape
-from ..ops.elementwise import where
+from ..ops.elementwise import conj, where
 from ..ops.linalg import cholesky, matmul, solve
 from ..ops.shape import concatenate, expand_dims, getitem, squeeze, swapaxes
 
@@ -71,15 +71,16 @@ def _size(a):
     return shape[1] if shape[1] is not None else shape[0]
 
 
-def _real_float(*arrays):
-    """np.linalg's result dtype (the `floating` rule the ops declare): float64 as soon as one input is an
-    integer or a bool, else the inputs' promoted float type. Complex matrices are refused: these
-    functions' rules are derived for real ones (a cast would drop the imaginary part silently)."""
-    if any(np.result_type(x).kind == "c" for x in arrays):
-        raise TypeError("defined here for real matrices only, got a complex one")
-    if any(np.result_type(x).kind != "f" for x in arrays):
-        return np.dtype(np.float64)
-    return np.result_type(*arrays)
+def _result_dtype(*arrays):
+    """np.linalg's result dtype (the `floating` rule the ops declare): float64 (complex128) as soon as one
+    input is an integer or a bool, else the inputs' promoted type; complex stays complex (the rules of
+    these functions use plain transposes, so they hold for complex matrices in dagrad's convention)."""
+    return floating(*(np.result_type(x) for x in arrays))
+
+
+def _conj(x):
+    """conj(x) for complex values, x itself for real ones (the Hermitian transpose is then the transpose)."""
+    return conj(x) if _dtype(x).kind == "c" else x
 
 
 def _mT(x):
@@ -106,7 +107,7 @@ def _triangle_mask(n, lower, unit_diagonal, dtype):
 
 def _solve_triangular_forward(a, b, trans, lower, unit_diagonal):
     out = _sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-    return out.astype(_real_float(a, b), copy=False)
+    return out.astype(_result_dtype(a, b), copy=False)
 
 
 def _solve_triangular_shape(a, b, trans, lower, unit_diagonal):
@@ -140,7 +141,7 @@ def _solve_triangular(a, b, trans, lower, unit_diagonal):
     return apply(_solve_triangular_op, (a, b), {"trans": trans, "lower": lower, "unit_diagonal": unit_diagonal})
 
 
-_TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}  # real matrices: the conjugate transpose is the transpose
+_TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}  # 'C' (2) is 'T' of conj(a)
 
 
 @public(_solve_triangular_op)
@@ -158,6 +159,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     if not isinstance(trans, (int, str)) or isinstance(trans, bool) or trans not in _TRANS:
         raise user_error(ValueError, _where("solve_triangular"), f"trans must be 0, 1, 2, 'N', 'T' or 'C', got "
                          f"{trans!r}")
+    if trans in (2, "C"):
+        a = _conj(a)
     return _solve_triangular(a, b, _TRANS[trans], bool(lower), bool(unit_diagonal))
 
 
@@ -175,7 +178,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     _needs_scipy("cho_factor")
     _matrix("cho_factor", "a", a)
     factor = cholesky(a)
-    return (factor if lower else _mT(factor)), bool(lower)
+    return (factor if lower else _conj(_mT(factor))), bool(lower)
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
@@ -192,15 +195,15 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     _matrix("cho_solve", "c", c)
     _check_rhs("cho_solve", c, b)
     lower = bool(lower)
-    # a = L L^T: solve L y = b, then L^T x = y (with c = U = L^T: U^T y = b, U x = y)
-    y = _solve_triangular(c, b, 0 if lower else 1, lower, False)
-    return _solve_triangular(c, y, 1 if lower else 0, lower, False)
+    # a = L L^H: solve L y = b, then L^H x = y (with c = U = L^H: U^H y = b, U x = y); X^H is conj(X)^T
+    y = _solve_triangular(c if lower else _conj(c), b, 0 if lower else 1, lower, False)
+    return _solve_triangular(_conj(c) if lower else c, y, 1 if lower else 0, lower, False)
 
 
 # -- solve_sylvester: X with A X + X B = Q. Differentiating it gives another Sylvester equation with the
 # same A and B: A dX + dX B = dQ - dA X - X dB
 def _sylvester_forward(a, b, q):
-    return _sl.solve_sylvester(a, b, q).astype(_real_float(a, b, q), copy=False)
+    return _sl.solve_sylvester(a, b, q).astype(_result_dtype(a, b, q), copy=False)
 
 
 def _sylvester_vjp(g, out, a, b, q):
@@ -247,7 +250,7 @@ def _frechet(a, e):
 
 
 def _expm_forward(a):
-    return _sl.expm(a).astype(_real_float(a), copy=False)
+    return _sl.expm(a).astype(_result_dtype(a), copy=False)
 
 
 _expm = defop("expm", _expm_forward,
@@ -271,13 +274,12 @@ def expm(a):
 # -- sqrtm: X X = A gives X dX + dX X = dA, a Sylvester equation
 def _sqrtm_forward(a):
     out = _sl.sqrtm(a)
-    if np.iscomplexobj(out):  # a negative real eigenvalue: the principal root is complex
-        if np.abs(out.imag).max(initial=0.0) > 1e-10 * max(np.abs(out).max(initial=0.0), 1.0):
-            # a plain error: dispatch adds the op, the input's shape and the user's line
-            raise ValueError("the square root of this matrix is complex (it has a negative real eigenvalue); "
-                             "dagrad computes on real values only")
+    # a real matrix with a negative real eigenvalue has a complex principal root, returned as SciPy does;
+    # otherwise SciPy's negligible imaginary round-off is dropped
+    if np.iscomplexobj(out) and not np.iscomplexobj(a) and \
+            np.abs(out.imag).max(initial=0.0) <= 1e-10 * max(np.abs(out).max(initial=0.0), 1.0):
         out = out.real
-    return out.astype(_real_float(a), copy=False)
+    return out.astype(np.result_type(out, _result_dtype(a)), copy=False)
 
 
 _sqrtm = defop("sqrtm", _sqrtm_forward, vjp=(lambda g, out, a: solve_sylvester(_mT(out), _mT(out), g),),
@@ -286,8 +288,8 @@ _sqrtm = defop("sqrtm", _sqrtm_forward, vjp=(lambda g, out, a: solve_sylvester(_
 
 @public(_sqrtm)
 def sqrtm(a, disp=True, blocksize=64):
-    """`scipy.linalg.sqrtm`: the principal square root X (X @ X = a) of a real matrix whose square root is
-    real (no negative real eigenvalue: else a ValueError).
+    """`scipy.linalg.sqrtm`: the principal square root X (X @ X = a); complex, as SciPy's, for a real
+    matrix with a negative real eigenvalue.
 
     >>> sqrtm(np.array([[4.0, 0.0], [0.0, 9.0]]))
     array([[2., 0.],

@@ -61,6 +61,10 @@ def _op(name, forward, rules, nargs, ufunc=None):
 
     def checked(*args):
         _needs_scipy(name)
+        for a in args:  # the rules are derived for real arguments (SciPy's complex support is partial)
+            if dtype_of(a).kind == "c":
+                raise user_error(TypeError, name, f"is defined here for real arguments, got dtype {dtype_of(a)} "
+                                 "(erf and logsumexp take complex ones)", a)
         return function(*args)
 
     checked.__name__ = checked.__qualname__ = name
