@@ -13,6 +13,7 @@ sigmoid, softplus, erf; NumPy refuses floor, mod, arctan2, ...) refuse complex i
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
 
@@ -253,12 +254,12 @@ def _erf(x):
     # not once at import, so that the function stands alone (dg.compile's export copies it).
     x = np.asarray(x)
     if x.dtype.kind == "c":  # math.erf is real only; SciPy's erf (an optional extra) is entire
-        try:
-            from scipy.special import erf as complex_erf
+        try:  # imported when first needed: SciPy is not a run-time dependency
+            special = importlib.import_module("scipy.special")
         except ImportError:
             raise TypeError(f"erf of complex numbers (dtype {x.dtype}) is computed by SciPy, the optional extra "
                             "dagrad[scipy] (pip install 'dagrad[scipy]')") from None
-        return complex_erf(x)[()]
+        return special.erf(x)[()]
     dtype = x.dtype if x.dtype.kind == "f" else np.float64
     return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=dtype)[()]
 

@@ -75,7 +75,10 @@ def _result_dtype(*arrays):
     """np.linalg's result dtype (the `floating` rule the ops declare): float64 (complex128) as soon as one
     input is an integer or a bool, else the inputs' promoted type; complex stays complex (the rules of
     these functions use plain transposes, so they hold for complex matrices in dagrad's convention)."""
-    return floating(*(np.result_type(x) for x in arrays))
+    dtypes = [np.result_type(x) for x in arrays]  # no table: the forwards that call this are exported standalone
+    if all(d.kind in "fc" for d in dtypes):
+        return np.result_type(*dtypes)
+    return np.dtype(np.complex128 if any(d.kind == "c" for d in dtypes) else np.float64)
 
 
 def _conj(x):
