@@ -244,7 +244,8 @@ def test_ravel_pytree_bad_input():
         unravel(np.ones(4))
     with pytest.raises(TypeError, match=r"unravel: expected a vector of dtype float64.*got dtype float32.*" + HERE):
         unravel(np.ones(3, np.float32))
-    with pytest.raises(TypeError, match=r"ravel_pytree: a leaf must be a bool, integer, floating-point or complex.*str.*" + HERE):
+    with pytest.raises(TypeError, match=r"ravel_pytree: a leaf must be a bool, integer, floating-point or "
+                       r"complex.*str.*" + HERE):
         dg.ravel_pytree({"a": "text"})
 
 

@@ -254,6 +254,13 @@ def test_erf_of_complex_values_is_scipys():
     z = _complex((3,), 18, low=-0.8, high=0.8)
     np.testing.assert_allclose(dg.erf(z), erf(z), rtol=1e-14)
     assert dg.gradcheck(dg.erf, z, order=2)
+    special = pytest.importorskip("dagrad.scipy.special")
+    np.testing.assert_allclose(special.erfc(z), 1 - erf(z), rtol=1e-12)
+    assert dg.gradcheck(special.erfc, z, order=2)
+    line = _here(2)
+    with pytest.raises(TypeError, match="gammaln: is defined here for real arguments, got dtype complex128") as info:
+        special.gammaln(z)
+    assert line in str(info.value)
 
 
 def test_ravel_pytree_of_complex_leaves():

@@ -28,6 +28,7 @@ from numpy import (  # noqa: F401  (constants, dtypes and helpers pass through)
     arange,
     array_equal,
     bool_,
+    clongdouble,
     complex128,
     dtype,
     e,
