@@ -1332,9 +1332,15 @@ def _eig_back(m, u):
     return solve(ut, matmul(m, ut))
 
 
+def _real_like(ct, a):
+    """The real part of a complex cotangent for a real matrix (eig's rules; the engine's fast path for
+    one-input ops leaves this to the rule)."""
+    return real(ct) if _dtype(a).kind != "c" else ct
+
+
 def _eig_w_vjp(g, out, a):
     u = apply(_eig_v, (a,))
-    return _eig_back(_eye(_size_of(a), u) * expand_dims(g, -2), u)
+    return _real_like(_eig_back(_eye(_size_of(a), u) * expand_dims(g, -2), u), a)
 
 
 def _eig_v_vjp(g, out, a):
@@ -1342,7 +1348,7 @@ def _eig_v_vjp(g, out, a):
     ut_g = matmul(_mT(u), g)
     eye = _eye(_size_of(a), u)
     norm_part = _diag_mul(matmul(_mT(u), conj(u)), real(sum(ut_g * eye, axis=-2)))
-    return _eig_back(_gap_reciprocal(w, False) * (ut_g - norm_part), u)
+    return _real_like(_eig_back(_gap_reciprocal(w, False) * (ut_g - norm_part), u), a)
 
 
 def _eig_x(t, u):
