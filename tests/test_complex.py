@@ -87,8 +87,8 @@ def test_unary_derivatives_by_central_differences_both_modes_second_order(name):
     assert dg.gradcheck(f, _complex((2, 3), 2, **kw), order=2)
 
 
-@pytest.mark.parametrize("name", [n for n, (_, ag, _) in UNARY.items() if ag and n != "positive"])  # autograd
-# has no vjp for positive
+# (autograd has no vjp for positive)
+@pytest.mark.parametrize("name", [n for n, (_, ag, _) in UNARY.items() if ag and n != "positive"])
 def test_unary_gradients_match_autograd(name):
     f, ag_name, kw = UNARY[name]
     z = _complex((2, 3), 3, **kw)
