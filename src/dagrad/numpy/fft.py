@@ -303,35 +303,31 @@ def _numpy_out(name, a, out, *args):
 
 
 # -- the public functions: numpy.fft's signatures
-def _one_dimensional(name, kind, inverse=False):
+def _transform(name, kind, inverse, a, n, axis, norm, out, find_axes):
+    """One call of a public function: NumPy's own with `out=`, else the op of `kind` over the axes
+    and sizes `find_axes(a, n, axis, where)` gives (one axis, or several)."""
+    if out is not None:
+        return _numpy_out(name, a, out, n, axis, norm)
     where = f"fft.{name}"
+    a = _input(a, where)
+    norm = _norm(norm, where, a)
+    axes, sizes = find_axes(a, n, axis, where)
+    if kind == "c2c":
+        return _c2c(a, axes, sizes, norm, inverse, where)
+    return (_r2c if kind == "r2c" else _c2r)(a, axes, sizes, norm, where)
 
+
+def _one_dimensional(name, kind, inverse=False):
     def function(a, n=None, axis=-1, norm=None, out=None):
-        if out is not None:
-            return _numpy_out(name, a, out, n, axis, norm)
-        a = _input(a, where)
-        norm = _norm(norm, where, a)
-        axes, sizes = _one_axis(a, n, axis, where)
-        if kind == "c2c":
-            return _c2c(a, axes, sizes, norm, inverse, where)
-        return (_r2c if kind == "r2c" else _c2r)(a, axes, sizes, norm, where)
+        return _transform(name, kind, inverse, a, n, axis, norm, out, _one_axis)
 
     function.__name__ = function.__qualname__ = name
     return function
 
 
 def _n_dimensional(name, kind, inverse=False, default_axes=None):
-    where = f"fft.{name}"
-
     def function(a, s=None, axes=default_axes, norm=None, out=None):
-        if out is not None:
-            return _numpy_out(name, a, out, s, axes, norm)
-        a = _input(a, where)
-        norm = _norm(norm, where, a)
-        axes, sizes = _axes_and_sizes(a, s, axes, where)
-        if kind == "c2c":
-            return _c2c(a, axes, sizes, norm, inverse, where)
-        return (_r2c if kind == "r2c" else _c2r)(a, axes, sizes, norm, where)
+        return _transform(name, kind, inverse, a, s, axes, norm, out, _axes_and_sizes)
 
     function.__name__ = function.__qualname__ = name
     return function
