@@ -183,9 +183,12 @@ def _index_add_batch(op, values, batched, attrs):
 
 
 def _index_add_forward(g, *source, index, shape):
-    out = np.zeros(runtime_shape(shape, source), _dtype(g))
+    lazy = hasattr(g, "map_blocks")  # a Dask cotangent: zeros of its type, written lazily (a NumPy out would compute g)
+    out = np.zeros(runtime_shape(shape, source), _dtype(g), like=g if lazy else None)
     if _is_basic(index):
         out[index] = g  # basic indices select each element at most once
+    elif lazy:
+        raise TypeError(f"a scatter-add at integer indices (np.add.at) has no lazy form for {type(g).__name__}")
     else:
         np.add.at(out, index, g)  # repeated integer indices add up
     return out
