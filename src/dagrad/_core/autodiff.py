@@ -30,7 +30,7 @@ def _unbroadcast(ct, shape, op=None):
         return sum_to(ct, shape.ref)
     for s in (shape, _shape(ct)):
         if has_unknown_size(s):  # Dask's nan never equals itself: which axes to sum cannot be told
-            raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", ct)
+            raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", s)
     axes = summed_axes(_shape(ct), shape)
     if axes is None:
         return broadcast_to(ct, shape)
@@ -216,7 +216,7 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
                          "(were its inputs created with requires_grad=True, outside no_grad?)")
     shape, dtype = tensor.shape, tensor.dtype
     if has_unknown_size(shape):
-        raise unknown_size_error("backward", tensor._value)
+        raise unknown_size_error("backward", shape)
     if grad is None:
         if None in shape or math.prod(shape) != 1:
             raise user_error(ValueError, "backward", f"grad can be created implicitly only for a one-element "

@@ -64,7 +64,7 @@ def has_unknown_size(shape) -> bool:
     return any(isinstance(n, float) and math.isnan(n) for n in shape)
 
 
-def unknown_size_error(where, value):
-    """The error for an operation that needs the shape of a Dask array with unknown chunk sizes."""
+def unknown_size_error(where, shape):
+    """The error for an operation (`where`) that needs a Dask array's `shape`, whose chunk sizes are unknown."""
     return user_error(ValueError, where, f"needs the shape of a Dask array whose chunk sizes are unknown "
-                      f"(shape {tuple(value.shape)}); call .compute_chunk_sizes() on it first")
+                      f"(shape {tuple(shape)}); call .compute_chunk_sizes() on it first")

@@ -284,10 +284,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        shape = self._value.shape
-        if has_unknown_size(shape):
-            raise unknown_size_error("Tensor.size", self._value)
-        return int(np.prod(shape, dtype=np.int64))
+        return int(np.prod(self._value.shape, dtype=np.int64))
 
     def __len__(self):
         shape = self.shape
@@ -353,7 +350,7 @@ class Tensor:
         # from the shape, before anything is computed: a Dask array of a billion elements is refused at once
         shape = self._raw().shape
         if has_unknown_size(shape):
-            raise unknown_size_error(where, self._value)
+            raise unknown_size_error(where, shape)
         if np.prod(shape) != 1:
             raise user_error(ValueError, where, f"{message}, got shape {tuple(shape)}", self)
 
