@@ -250,10 +250,14 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _erf(x):
+    if hasattr(x, "map_blocks"):  # a Dask array: erf chunk by chunk, lazily (np.asarray would compute it all)
+        return x.map_blocks(_erf_numpy, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+    return _erf_numpy(x)
+
+
+def _erf_numpy(x):
     # math.erf is exact to double precision; NumPy has no erf of its own. The ufunc is made here,
     # not once at import, so that the function stands alone (dg.compile's export copies it).
-    if hasattr(x, "map_blocks"):  # a Dask array: erf chunk by chunk, lazily (np.asarray would compute it all)
-        return x.map_blocks(_erf, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
     x = np.asarray(x)
     if x.dtype.kind == "c":  # math.erf is real only; SciPy's erf (an optional extra) is entire
         try:  # imported when first needed: SciPy is not a run-time dependency

@@ -319,7 +319,7 @@ def _bce_grad_target(g, out, p, t):
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
                              shape=broadcast_shapes, nargs=2, batch=batching.elementwise,
-                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t)).function
+                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t), numpy_only=True).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""
 

@@ -249,6 +249,7 @@ _setitem = defop(
     fresh=True,
     dtype=first,
     boxed_index=True,  # batched by running once per example
+    numpy_only=True,  # a write into a new NumPy array: a Dask value is refused rather than loaded
 )
 
 
@@ -619,7 +620,7 @@ _take_along = defop(
     jvp=(lambda t, out, x, indices, axis: apply(_take_along, (t, indices), {"axis": axis}), None),
     shape=_along_shape,
     dtype=first,
-    batch=_along_batch,
+    batch=_along_batch, numpy_only=True,
 )
 _scatter_along = defop(
     "scatter_along_axis",
@@ -636,10 +637,10 @@ _scatter_along = defop(
 # the orders of sort and partition (no gradient: they are integers)
 _argsort = defop("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
                  shape=lambda shape, axis: tuple(shape), dtype=lambda x, axis: np.dtype(np.intp),
-                 batch=batching.over_axes)
+                 batch=batching.over_axes, numpy_only=True)  # Dask has no argsort: NumPy's would load it
 _argpartition = defop("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
                       shape=lambda shape, kth, axis: tuple(shape), dtype=lambda x, kth, axis: np.dtype(np.intp),
-                      batch=batching.over_axes)
+                      batch=batching.over_axes, numpy_only=True)
 
 
 def _flat_or(x, axis, op):
