@@ -10,6 +10,7 @@ import numpy as np
 from . import _inplace, torch_names
 from . import numpy as dnp
 from ._core.autodiff import backward
+from ._core.backends import has_unknown_size, unknown_size_error
 from ._core.errors import user_error
 from ._core.ir import Graph
 from ._core.shapes import normalize_axis, normalize_axis_index
@@ -93,6 +94,8 @@ class _Size(int):
     shape) and `t.size(dim)`."""
 
     def __new__(cls, shape):
+        if has_unknown_size(shape):  # Dask's nan sizes: the count is not known (int64 of nan would be garbage)
+            raise unknown_size_error("Tensor.size", shape)
         size = super().__new__(cls, int(np.prod(shape, dtype=np.int64)))
         size.shape = tuple(shape)
         return size

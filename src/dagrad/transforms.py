@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 
 from ._core.autodiff import check_numeric, reverse_sweep
+from ._core.backends import as_dtype, is_dask, ones, zeros
 from ._core.errors import user_error
 from ._core.op import batch_broadcast, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
@@ -25,7 +26,7 @@ _next_level = itertools.count(1).__next__  # each transform boxes its inputs at 
 
 def _differentiable_input(x, where):
     """The value to box for a transform input: Tensors as they are, numbers as arrays."""
-    value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) else np.asarray(x)
+    value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) or is_dask(x) else np.asarray(x)
     if _dtype(value).kind not in "fc":
         raise user_error(TypeError, where, f"can only differentiate with respect to floating-point or complex inputs, "
                          f"got dtype {_dtype(value)} (pass a float such as 1.0 instead of 1)")
@@ -39,6 +40,18 @@ def _check_complex_kind(t, like, where, what):
         whose = "primal" if what == "a tangent" else "output"
         raise user_error(TypeError, where, f"{what} has dtype {_dtype(t)} but its {whose} has dtype {_dtype(like)}: "
                          f"a real value takes real {what[2:]}s", t)
+
+
+def _array_of(x):
+    """The array inside `x`'s boxes, whose type seeds and zeros follow (a Dask array's are Dask arrays)."""
+    while isinstance(x, Tensor) and not x._symbolic:
+        x = x._value
+    return x
+
+
+def _as_values(x, dtype):
+    """A cotangent or tangent the user gave, as an array of `dtype` (a Dask array stays lazy)."""
+    return as_dtype(x, dtype) if is_dask(x) else np.asarray(x, dtype=dtype)
 
 
 def _unbox(x, level):
@@ -58,11 +71,11 @@ def _normalize_argnums(argnums, nargs, where):
 def _finish_ct(ct, original, like_value):
     """A cotangent or tangent as the user receives it: same kind as the input they passed."""
     if ct is None:
-        ct = np.zeros(_shape(like_value), _dtype(like_value))
+        ct = zeros(_shape(like_value), _dtype(like_value), _array_of(like_value))
     elif _dtype(like_value).kind == "c" and _dtype(ct).kind != "c":  # a complex input's gradient is complex
         ct = astype(ct, _dtype(like_value))
     if type(original) is Tensor and original._level == 0:
-        return ct if isinstance(ct, Tensor) else _leaf(np.asarray(ct), False)
+        return ct if isinstance(ct, Tensor) else _leaf(ct if is_dask(ct) else np.asarray(ct), False)
     return ct.copy() if isinstance(ct, np.ndarray) and not ct.flags.writeable else ct
 
 
@@ -139,7 +152,7 @@ def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
         if int(np.prod(_shape(out))) != 1:
             raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
                              f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
-        grads = traced.pull([out], [np.ones(_shape(out), _dtype(out))])
+        grads = traced.pull([out], [ones(_shape(out), _dtype(out), _array_of(out))])
         value = _unbox(out, traced.level)
         return (value, aux) if has_aux else value, (grads[0] if single else grads)
 
@@ -227,7 +240,7 @@ def vjp(f, *primals):
             check_numeric(ct, "vjp", "a cotangent")
             _check_complex_kind(ct, o, "vjp", "a cotangent")
             if not isinstance(ct, Tensor):
-                ct = np.asarray(ct, dtype=_dtype(o))
+                ct = _as_values(ct, _dtype(o))
             if _shape(ct) != _shape(o):
                 raise user_error(ValueError, "vjp", f"the cotangent has shape {_shape(ct)} but the output has shape "
                                  f"{_shape(o)}", ct)
@@ -257,7 +270,7 @@ def jvp(f, primals, tangents):
         check_numeric(t, "jvp", "a tangent")
         _check_complex_kind(t, value, "jvp", "a tangent")
         if not isinstance(t, Tensor):
-            t = np.asarray(t, dtype=_dtype(value))
+            t = _as_values(t, _dtype(value))
         if _shape(t) != _shape(value):
             raise user_error(ValueError, "jvp", f"tangent shape {_shape(t)} does not match primal shape "
                              f"{_shape(value)}", value, t)
@@ -274,7 +287,7 @@ def jvp(f, primals, tangents):
             tangent_out.append(o._tangent)
         else:
             primal_out.append(o)
-            zero = np.zeros(_shape(o), _dtype(o))
+            zero = zeros(_shape(o), _dtype(o), _array_of(o))
             tangent_out.append(_leaf(zero, False) if tensor_inputs else zero)
     return tree_unflatten(out_def, primal_out), tree_unflatten(out_def, tangent_out)
 

@@ -13,6 +13,7 @@ from sys import getrefcount
 
 import numpy as np
 
+from .backends import as_dtype, has_unknown_size, is_dask, ones, unknown_size_error
 from .errors import _provenance, location, user_error, user_line
 from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
@@ -23,10 +24,13 @@ from .structural import sum as sum_
 from .tensor import Tensor, _leaf, enable_grad, is_symbolic, storage_write, write_clock
 
 
-def _unbroadcast(ct, shape):
-    """Sums a cotangent of a broadcast result back down to the input's `shape`."""
+def _unbroadcast(ct, shape, op=None):
+    """Sums a cotangent of a broadcast result back down to the input's `shape` (`op`: whose rule gave it)."""
     if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
         return sum_to(ct, shape.ref)
+    for s in (shape, _shape(ct)):
+        if has_unknown_size(s):  # Dask's nan never equals itself: which axes to sum cannot be told
+            raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", s)
     axes = summed_axes(_shape(ct), shape)
     if axes is None:
         return broadcast_to(ct, shape)
@@ -140,7 +144,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
             if check:
                 check_gradient(node, 0, ct)
             if ct.shape != a._value.shape:
-                ct = _unbroadcast(ct, a._value.shape)
+                ct = _unbroadcast(ct, a._value.shape, node.op)
             if a.op is None:
                 leaves[a] = leaves[a] + ct if a in leaves else ct
             elif a in grads:
@@ -183,7 +187,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
                 check_gradient(node, i, ct)
             shape = a._value.shape
             if ct.shape != shape or (graph_mode and None in shape):  # unknown sizes: reduce when it runs
-                ct = _unbroadcast(ct, shape)
+                ct = _unbroadcast(ct, shape, node.op)
             if a.op is None:
                 leaves[a] = leaves[a] + ct if a in leaves else ct
             elif a in grads:
@@ -211,16 +215,22 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         raise user_error(RuntimeError, "backward", "this tensor does not require grad and has no recorded graph "
                          "(were its inputs created with requires_grad=True, outside no_grad?)")
     shape, dtype = tensor.shape, tensor.dtype
+    if has_unknown_size(shape):
+        raise unknown_size_error("backward", shape)
     if grad is None:
         if None in shape or math.prod(shape) != 1:
             raise user_error(ValueError, "backward", f"grad can be created implicitly only for a one-element "
                              f"output, got shape {shape}; pass grad= of that shape", tensor)
-        seed = np.ones(shape, dtype)
+        seed = ones(shape, dtype, tensor._value)  # a Dask output's seed is a Dask array: cotangents stay lazy
     else:
         check_numeric(grad, "backward", "grad")
-        seed = grad if (create_graph and isinstance(grad, Tensor)) else np.asarray(
-            grad._raw() if isinstance(grad, Tensor) else grad, dtype=dtype
-        )
+        if create_graph and isinstance(grad, Tensor):
+            seed = grad
+        else:
+            raw = grad._raw() if isinstance(grad, Tensor) else grad
+            # the seed follows the output's array type: a NumPy cotangent of a Dask output becomes a Dask array
+            like = tensor._value if is_dask(tensor._value) else None
+            seed = as_dtype(raw, dtype) if is_dask(raw) else np.asarray(raw, dtype=dtype, like=like)
         if _shape(seed) != shape:
             raise user_error(ValueError, "backward", f"grad has shape {_shape(seed)} but the output has shape "
                              f"{shape}", tensor, seed)
@@ -233,7 +243,7 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
             leaves = reverse_sweep([tensor], [seed], 0, graph_mode=True, free=not retain_graph)
         for leaf, ct in leaves.items():
             if not isinstance(ct, Tensor):
-                ct = _leaf(np.array(ct, dtype=leaf.dtype), False)
+                ct = _leaf(as_dtype(ct, leaf.dtype) if is_dask(ct) else np.array(ct, dtype=leaf.dtype), False)
             leaf._grad = ct if leaf._grad is None else leaf._grad + ct
             if leaf._grad.dtype != leaf.dtype:  # a rule's cotangent may promote; .grad keeps the leaf's dtype
                 leaf._grad = leaf._grad.astype(leaf.dtype)
@@ -246,6 +256,8 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         elif (references <= _SOLE and type(ct) is np.ndarray and ct.base is None and ct.flags.writeable
               and ct.dtype == leaf._value.dtype):
             leaf._grad = _leaf(ct, False)  # a fresh array no one else holds: kept without a copy
+        elif is_dask(ct):  # lazy: written in place by no one, so kept without a copy (np.array would compute it)
+            leaf._grad = _leaf(as_dtype(ct, leaf._value.dtype), False)
         else:
             leaf._grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)  # shared (the seed, an input, ...)
 

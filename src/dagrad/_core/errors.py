@@ -77,7 +77,12 @@ def code_line(code, offset):
 
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
-    return type(value).__name__ if shape is None else f"{tuple(shape)} {getattr(value, 'dtype', None)}"
+    if shape is None:
+        return type(value).__name__
+    array = type(getattr(value, "_value", value))  # a Tensor's value
+    module = array.__module__.partition(".")[0]
+    backend = "" if module in ("numpy", "dagrad", "builtins") else f" {module} {array.__name__}"  # Dask's, say
+    return f"{tuple(shape)} {getattr(value, 'dtype', None)}{backend}"
 
 
 def user_error(kind, op, message, *operands):

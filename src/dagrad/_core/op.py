@@ -19,6 +19,7 @@ from sys import _getframe
 
 import numpy as np
 
+from .backends import is_dask
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
 from .shapes import broadcast_shapes, shape_of
@@ -32,11 +33,12 @@ class Op:
     """A primitive operation: plain data describing how to compute and differentiate it."""
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
-                 "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier")
+                 "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier",
+                 "numpy_only")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
                  shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
-                 barrier=False):
+                 barrier=False, numpy_only=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -66,26 +68,29 @@ class Op:
         # an alias the passes never fold, merge or replace (JAX's optimization_barrier): nodes computed
         # from it are never merged with those computed from its input (a checkpoint's recomputation)
         self.barrier = barrier
+        # its forward runs code only NumPy arrays go through (LAPACK, SciPy, a write into a NumPy array):
+        # given a Dask array it would load it whole, silently, so a Dask value is refused instead
+        self.numpy_only = numpy_only
 
     def __repr__(self):
         return f"<op {self.name}>"
 
 
 def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None,
-          batch=None, boxed_index=False):
+          batch=None, boxed_index=False, numpy_only=False):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
     `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as in the module docstring; an op
     with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a fast calling
     convention for elementwise ops without attributes. `fresh`, `shape_source`, `dtype`, `batch` and
-    `boxed_index`: see Op (generic batching rules are in _core/batching.py).
+    `boxed_index`, `numpy_only`: see Op (generic batching rules are in _core/batching.py).
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
     if (vjp is None) != (jvp is None):
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
     op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source, dtype=dtype,
-            batch=batch, boxed_index=boxed_index)
+            batch=batch, boxed_index=boxed_index, numpy_only=numpy_only)
     # The unary and binary functions take eager Tensors and plain values without `apply`: with
     # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
     # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25
@@ -130,7 +135,18 @@ def check_plain(op, value):
                          "computes on bool, integer, floating-point and complex values)", value)
 
 
+def refuse_lazy(op, values):
+    """Refuses a Dask array among `values` for an op whose forward would compute it (`Op.numpy_only`)."""
+    for v in values:
+        if is_dask(v):
+            raise user_error(TypeError, op.name, "runs NumPy-only code (LAPACK, SciPy, or a write into a NumPy array) "
+                             "that would load the whole Dask array; it has no lazy form yet: compute the operand "
+                             "first (.compute()) if it fits in memory", *values)
+
+
 def _call_forward(op, values, attrs):
+    if op.numpy_only:
+        refuse_lazy(op, values)
     try:
         return op.forward(*values) if attrs is None else op.forward(*values, **attrs)
     except Exception as err:
@@ -380,8 +396,21 @@ def _general_function(op):
     return function
 
 
-def _unary_function(op):
+def _checked_forward(op):
+    """op.forward, refusing Dask values first when the op is NumPy-only (other ops pay nothing)."""
     forward = op.forward
+    if not op.numpy_only:
+        return forward
+
+    def checked(*values):
+        refuse_lazy(op, values)
+        return forward(*values)
+
+    return checked
+
+
+def _unary_function(op):
+    forward = _checked_forward(op)
     differentiable = op.differentiable
 
     def function(x):
@@ -402,7 +431,7 @@ def _unary_function(op):
 
 
 def _binary_function(op):
-    forward = op.forward
+    forward = _checked_forward(op)
     differentiable = op.differentiable
 
     def function(a, b):

@@ -16,6 +16,7 @@ from sys import _getframe
 
 import numpy as np
 
+from .backends import as_dtype, has_unknown_size, is_dask, unknown_size_error
 from .errors import _PACKAGE_DIR, code_line, user_error
 
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
@@ -222,6 +223,9 @@ class Tensor:
         current = self._value
         if new is current:  # `t.value -= x` wrote into the array itself and assigns it back
             return
+        if is_dask(current):
+            raise user_error(TypeError, "Tensor.value", "cannot write into a Dask array in place (it is lazy: its "
+                             "values are computed when asked for); make a new tensor from the new values", self)
         arr = new.numpy() if isinstance(new, Tensor) else np.asarray(new)
         if arr.shape != current.shape:
             raise user_error(ValueError, "Tensor.value", f"cannot set values of shape {arr.shape} into a tensor of "
@@ -246,7 +250,7 @@ class Tensor:
     @grad.setter
     def grad(self, new):
         if new is not None:
-            if not isinstance(new, (Tensor, np.ndarray)):
+            if not isinstance(new, (Tensor, np.ndarray)) and not is_dask(new):
                 raise user_error(TypeError, "Tensor.grad", f"can be set to None or a Tensor or array of shape "
                                  f"{tuple(self.shape)}, got {type(new).__name__}")
             if is_symbolic(new):
@@ -261,6 +265,8 @@ class Tensor:
                                  f"dtype {self.dtype}", self)
             if isinstance(new, np.ndarray):
                 new = _leaf(np.array(new), False)
+            elif not isinstance(new, Tensor):  # a Dask array: lazy, never written in place, so not copied
+                new = _leaf(new, False)
         note_grad_change(self)
         self._grad = new
 
@@ -321,6 +327,8 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The values as a read-only NumPy array (no copy, no graph); `.numpy().copy()` is writable.
 
+        A Dask array's values are computed here (the one explicit compute, as `float(t)`, `t.item()`).
+
         >>> t = tensor([1.0, 2.0])
         >>> t.numpy()
         array([1., 2.])
@@ -334,12 +342,17 @@ class Tensor:
         return arr
 
     def item(self):
-        """The single value as a Python number."""
-        arr = self.numpy()
-        if arr.size != 1:
-            raise user_error(ValueError, "item()", f"only a one-element tensor converts to a Python scalar, got "
-                             f"shape {arr.shape}", self)
-        return arr.item()
+        """The single value as a Python number (a Dask array's is computed)."""
+        self._check_one_element("item()", "only a one-element tensor converts to a Python scalar")
+        return self.numpy().item()
+
+    def _check_one_element(self, where, message):
+        # from the shape, before anything is computed: a Dask array of a billion elements is refused at once
+        shape = self._raw().shape
+        if has_unknown_size(shape):
+            raise unknown_size_error(where, shape)
+        if np.prod(shape) != 1:
+            raise user_error(ValueError, where, f"{message}, got shape {tuple(shape)}", self)
 
     def tolist(self):
         return self.numpy().tolist()
@@ -370,11 +383,9 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
-        arr = self.numpy()
-        if arr.size != 1:
-            raise user_error(ValueError, "bool()", f"the truth value of a tensor with {arr.size} elements is "
-                             "ambiguous; use .any() or .all()", self)
-        return bool(arr)
+        self._check_one_element("bool()", "the truth value of a tensor of more than one element is ambiguous; "
+                                "use .any() or .all()")
+        return bool(self.numpy())
 
     def __complex__(self):
         return complex(self.item())
@@ -396,9 +407,13 @@ class Tensor:
         self._grad = None if set_to_none or self._grad is None else _leaf(np.zeros_like(self._grad._raw()), False)
 
     def __repr__(self):
-        arr = np.asarray(self.numpy())
-        body = np.array2string(arr, separator=", ", prefix="tensor(")
-        extras = [] if arr.dtype in (np.float64, np.int64, np.bool_) else [f"dtype={arr.dtype}"]
+        raw = self._raw()
+        if is_dask(raw):  # Dask's own summary (shape, dtype, chunks): printing computes nothing
+            body, extras = repr(raw), []
+        else:
+            arr = np.asarray(self.numpy())
+            body = np.array2string(arr, separator=", ", prefix="tensor(")
+            extras = [] if arr.dtype in (np.float64, np.int64, np.bool_) else [f"dtype={arr.dtype}"]
         if self._requires_grad:
             extras.append("requires_grad=True" if self.op is None else f"op={self.op.name}")
         if self._level:
@@ -458,11 +473,16 @@ class Batched(Tensor):
 def _as_array(data, dtype, where, requires_grad=False):
     if isinstance(data, Tensor):
         data = data._raw()
-    try:
-        value = np.array(data, dtype=dtype)
-    except (ValueError, TypeError) as err:
-        kind = TypeError if isinstance(err, TypeError) else ValueError
-        raise user_error(kind, where, f"cannot make a tensor of {type(data).__name__} data ({err})") from None
+    if is_dask(data):
+        # kept lazy, not loaded: a shallow copy (Dask's `copy` shares the chunks) so that a later
+        # `data[...] = v` on the user's array, which rebinds its graph, does not change the tensor
+        value = as_dtype(data.copy(), dtype)
+    else:
+        try:
+            value = np.array(data, dtype=dtype)
+        except (ValueError, TypeError) as err:
+            kind = TypeError if isinstance(err, TypeError) else ValueError
+            raise user_error(kind, where, f"cannot make a tensor of {type(data).__name__} data ({err})") from None
     if value.dtype.kind not in "biufc":
         raise user_error(TypeError, where, f"unsupported dtype {value.dtype} (dagrad holds bool, integer, "
                          "floating-point and complex data)")

@@ -219,7 +219,7 @@ arctanh = _elementwise("arctanh", np.arctanh, (lambda g, out, x: g / (1 - x * x)
 def _sigmoid(x):
     # exp of a non-positive number only, so no overflow for large |x|
     e = np.exp(-np.abs(x))
-    return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))[()]
+    return np.where(np.greater_equal(x, 0), 1 / (1 + e), e / (1 + e))[()]
 
 
 def _real_ufunc(ufunc, *extra):
@@ -250,6 +250,12 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _erf(x):
+    if hasattr(x, "map_blocks"):  # a Dask array: erf chunk by chunk, lazily (np.asarray would compute it all)
+        return x.map_blocks(_erf_numpy, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+    return _erf_numpy(x)
+
+
+def _erf_numpy(x):
     # math.erf is exact to double precision; NumPy has no erf of its own. The ufunc is made here,
     # not once at import, so that the function stands alone (dg.compile's export copies it).
     x = np.asarray(x)
@@ -434,7 +440,9 @@ def _astype_shape(shape, dtype):
 
 _astype = defop(
     "astype",
-    lambda x, dtype: (np.real(x) if np.iscomplexobj(x) and dtype.kind != "c" else np.asarray(x)).astype(
+    # an array's own astype (a Dask array stays lazy); np.asarray for numbers
+    lambda x, dtype: (np.real(x) if np.iscomplexobj(x) and dtype.kind != "c" else
+                      x if hasattr(x, "astype") else np.asarray(x)).astype(
         dtype, copy=False)[()],
     # a cast from complex to real keeps the real part (Re(dz)), so its cotangent is g itself, and
     # a real input takes the real part of a complex cotangent

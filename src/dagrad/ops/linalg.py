@@ -366,6 +366,12 @@ def _einsum_shape(*shapes, subscripts, optimize=False):
 def _einsum_forward(*operands, subscripts, optimize=False):
     if isinstance(optimize, tuple):
         optimize = list(optimize)  # an explicit contraction path, stored as a tuple in the attrs
+    for operand, letters in zip(operands, subscripts.split("->")[0].split(",")):
+        letters = letters.replace("...", "").strip()
+        # a Dask operand with a diagonal: Dask's einsum builds a graph that fails only when it is computed
+        if hasattr(operand, "map_blocks") and len(set(letters)) < len(letters):
+            raise ValueError(f"a letter repeated in one operand ({letters!r}, a diagonal) is not supported on a "
+                             f"{type(operand).__module__.partition('.')[0]} array by Dask's einsum")
     return np.einsum(subscripts, *operands, optimize=optimize)
 
 
@@ -680,7 +686,7 @@ def _cofactor_jvp(t, out, a):
 
 
 _cofactor = defop("cofactor", _cofactor_forward, vjp=(_cofactor_vjp,), jvp=(_cofactor_jvp,), shape=_same_shape,
-                  dtype=_linalg_dtype, batch=batching.stacked)
+                  dtype=_linalg_dtype, batch=batching.stacked, numpy_only=True)
 
 
 _det = defop(
@@ -690,7 +696,7 @@ _det = defop(
     jvp=(lambda t, out, a: _trace_last2(apply(_cofactor, (a,)) * t),),  # tr(adj(A) t)
     shape=_batch_shape,
     dtype=_linalg_dtype,
-    batch=batching.stacked,
+    batch=batching.stacked, numpy_only=True,
 )
 
 
@@ -740,10 +746,10 @@ _logabsdet = defop(
     jvp=(lambda t, out, a: _real(_trace_last2(_inv_t(a) * t)),),  # Re tr(A^-1 t)
     shape=_batch_shape,
     dtype=_real_linalg_dtype,
-    batch=batching.stacked,
+    batch=batching.stacked, numpy_only=True,
 )
 _slogdet_sign = defop("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], shape=_batch_shape, dtype=_linalg_dtype,
-                      batch=batching.stacked)
+                      batch=batching.stacked, numpy_only=True)
 
 
 def _phase_vjp(g, out, a):
@@ -757,7 +763,7 @@ def _phase_jvp(t, out, a):
 
 
 _slogdet_phase = defop("slogdet_phase", lambda a: np.linalg.slogdet(a)[0], vjp=(_phase_vjp,), jvp=(_phase_jvp,),
-                       shape=_batch_shape, dtype=_linalg_dtype, batch=batching.stacked)
+                       shape=_batch_shape, dtype=_linalg_dtype, batch=batching.stacked, numpy_only=True)
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
@@ -1283,9 +1289,10 @@ def _eigh_v_jvp(t, out, a, UPLO):
 
 _eigh_w = defop("eigh_w", lambda a, UPLO: np.linalg.eigh(a, UPLO)[0], vjp=(_eigh_w_vjp,), jvp=(_eigh_w_jvp,),
                 shape=lambda shape, UPLO: _eigenvalues_shape(shape), dtype=_real_linalg_dtype,
-                batch=batching.stacked)
+                batch=batching.stacked, numpy_only=True)
 _eigh_v = defop("eigh_v", lambda a, UPLO: np.linalg.eigh(a, UPLO)[1], vjp=(_eigh_v_vjp,), jvp=(_eigh_v_jvp,),
-                shape=lambda shape, UPLO: _same_shape(shape), dtype=_linalg_dtype, batch=batching.stacked)
+                shape=lambda shape, UPLO: _same_shape(shape), dtype=_linalg_dtype, batch=batching.stacked,
+                numpy_only=True)
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
@@ -1368,9 +1375,9 @@ def _eig_v_jvp(t, out, a):
 
 _eig_w = defop("eig_w", lambda a: _eig_forward(a, 0), vjp=(_eig_w_vjp,), jvp=(_eig_w_jvp,),
                shape=_eigenvalues_shape, dtype=_complex_linalg_dtype,
-               batch=batching.stacked)
+               batch=batching.stacked, numpy_only=True)
 _eig_v = defop("eig_v", lambda a: _eig_forward(a, 1), vjp=(_eig_v_vjp,), jvp=(_eig_v_jvp,),
-               shape=_same_shape, dtype=_complex_linalg_dtype, batch=batching.stacked)
+               shape=_same_shape, dtype=_complex_linalg_dtype, batch=batching.stacked, numpy_only=True)
 
 EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
@@ -1479,9 +1486,11 @@ def _qr_shape(shape, which):
 
 
 _qr_q = defop("qr_q", lambda a: np.linalg.qr(a)[0], vjp=(_qr_q_vjp,), jvp=(_qr_q_jvp,),
-              shape=lambda shape: _qr_shape(shape, "q"), dtype=_linalg_dtype, batch=batching.stacked)
+              shape=lambda shape: _qr_shape(shape, "q"), dtype=_linalg_dtype, batch=batching.stacked,
+              numpy_only=True)  # Dask's tall-and-skinny QR has other signs than LAPACK's: refused, not different
 _qr_r = defop("qr_r", lambda a: np.linalg.qr(a)[1], vjp=(_qr_r_vjp,), jvp=(_qr_r_jvp,),
-              shape=lambda shape: _qr_shape(shape, "r"), dtype=_linalg_dtype, batch=batching.stacked)
+              shape=lambda shape: _qr_shape(shape, "r"), dtype=_linalg_dtype, batch=batching.stacked,
+              numpy_only=True)
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
 
@@ -1538,7 +1547,7 @@ def _pinv_jvp(t, out, a, rcond):
 
 _pinv = defop("pinv", _pinv_forward, vjp=(_pinv_vjp,), jvp=(_pinv_jvp,),
               shape=lambda shape, rcond: (*_batch_shape(shape), shape[-1], shape[-2]), dtype=_linalg_dtype,
-              batch=batching.stacked)
+              batch=batching.stacked, numpy_only=True)
 
 
 def pinv(a, rcond=None, hermitian=False):

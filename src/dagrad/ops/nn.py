@@ -72,18 +72,19 @@ def softmax(x, axis=-1):
 # -- log_softmax: one node whose backward reads its own output (softmax = exp(out)), as PyTorch's
 # does. The composite x - logsumexp(x) is eight nodes and recomputes the softmax going back.
 def _log_softmax_forward(x, axis):
-    x = np.asarray(x)
+    if not hasattr(x, "__array_function__"):  # a number (a NumPy or Dask array is used as it is)
+        x = np.asarray(x)
     if x.size == 0:  # an empty axis has no maximum: the result is empty, as PyTorch's
         with np.errstate(divide="ignore"):
             return x - np.log(np.exp(x).sum(axis=axis, keepdims=True))
     shift = x.max(axis=axis, keepdims=True)
-    if not np.isfinite(shift).all():
+    if not isinstance(x, np.ndarray) or not np.isfinite(shift).all():  # a Dask array is never asked (a compute)
         shift = np.where(np.isfinite(shift), shift, 0)
     # (x - max) - log(sum(exp(x - max))), PyTorch's order: x - (log(sum) + max) loses log(sum)
     # (about 2e-9 for logits 1e8 and 1e8 - 20) when it is added to a large max
     shifted = x - shift
     lse = np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
-    if shifted.dtype != lse.dtype:  # integer logits
+    if shifted.dtype != lse.dtype or not isinstance(shifted, np.ndarray):  # integer logits; a lazy array
         return shifted - lse
     shifted -= lse  # a new array: subtracting in place saves an allocation
     return shifted
@@ -318,7 +319,7 @@ def _bce_grad_target(g, out, p, t):
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
                              shape=broadcast_shapes, nargs=2, batch=batching.elementwise,
-                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t)).function
+                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t), numpy_only=True).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""
 

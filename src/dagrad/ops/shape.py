@@ -183,9 +183,12 @@ def _index_add_batch(op, values, batched, attrs):
 
 
 def _index_add_forward(g, *source, index, shape):
-    out = np.zeros(runtime_shape(shape, source), _dtype(g))
+    lazy = hasattr(g, "map_blocks")  # a Dask cotangent: zeros of its type, written lazily (a NumPy out would compute g)
+    out = np.zeros(runtime_shape(shape, source), _dtype(g), like=g if lazy else None)
     if _is_basic(index):
         out[index] = g  # basic indices select each element at most once
+    elif lazy:
+        raise TypeError(f"a scatter-add at integer indices (np.add.at) has no lazy form for {type(g).__name__}")
     else:
         np.add.at(out, index, g)  # repeated integer indices add up
     return out
@@ -246,6 +249,7 @@ _setitem = defop(
     fresh=True,
     dtype=first,
     boxed_index=True,  # batched by running once per example
+    numpy_only=True,  # a write into a new NumPy array: a Dask value is refused rather than loaded
 )
 
 
@@ -616,7 +620,7 @@ _take_along = defop(
     jvp=(lambda t, out, x, indices, axis: apply(_take_along, (t, indices), {"axis": axis}), None),
     shape=_along_shape,
     dtype=first,
-    batch=_along_batch,
+    batch=_along_batch, numpy_only=True,
 )
 _scatter_along = defop(
     "scatter_along_axis",
@@ -633,10 +637,10 @@ _scatter_along = defop(
 # the orders of sort and partition (no gradient: they are integers)
 _argsort = defop("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
                  shape=lambda shape, axis: tuple(shape), dtype=lambda x, axis: np.dtype(np.intp),
-                 batch=batching.over_axes)
+                 batch=batching.over_axes, numpy_only=True)  # Dask has no argsort: NumPy's would load it
 _argpartition = defop("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
                       shape=lambda shape, kth, axis: tuple(shape), dtype=lambda x, kth, axis: np.dtype(np.intp),
-                      batch=batching.over_axes)
+                      batch=batching.over_axes, numpy_only=True)
 
 
 def _flat_or(x, axis, op):

@@ -136,7 +136,7 @@ def _jvp_rule(tangents, out, y0, t, *args, func, **options):
 
 _odeint = defop("odeint", _forward, vjp=_vjp_rule, jvp=_jvp_rule,
                 shape=lambda y0, t, *args, **attrs: (t[0],) + tuple(y0),
-                dtype=lambda y0, *others, **attrs: floating(y0))
+                dtype=lambda y0, *others, **attrs: floating(y0), numpy_only=True)
 
 
 def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=0, hmax=0.0):

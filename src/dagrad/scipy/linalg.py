@@ -137,7 +137,7 @@ def _solve_triangular_jvp(tangents, out, a, b, trans, lower, unit_diagonal):
 
 
 _solve_triangular_op = defop("solve_triangular", _solve_triangular_forward, vjp=_solve_triangular_vjp,
-                             jvp=_solve_triangular_jvp, shape=_solve_triangular_shape, dtype=floating)
+                             jvp=_solve_triangular_jvp, shape=_solve_triangular_shape, dtype=floating, numpy_only=True)
 
 
 def _solve_triangular(a, b, trans, lower, unit_diagonal):
@@ -225,7 +225,7 @@ def _sylvester_jvp(tangents, out, a, b, q):
 
 
 _sylvester = defop("solve_sylvester", _sylvester_forward, vjp=_sylvester_vjp, jvp=_sylvester_jvp,
-                   shape=lambda a, b, q: tuple(q), dtype=floating)
+                   shape=lambda a, b, q: tuple(q), dtype=floating, numpy_only=True)
 
 
 @public(_sylvester)
@@ -258,7 +258,7 @@ def _expm_forward(a):
 
 _expm = defop("expm", _expm_forward,
               vjp=(lambda g, out, a: _frechet(_mT(a), g),), jvp=(lambda t, out, a: _frechet(a, t),),
-              shape=lambda a: tuple(a), dtype=floating)
+              shape=lambda a: tuple(a), dtype=floating, numpy_only=True)
 
 
 @public(_expm)
@@ -286,7 +286,8 @@ def _sqrtm_forward(a):
 
 
 _sqrtm = defop("sqrtm", _sqrtm_forward, vjp=(lambda g, out, a: solve_sylvester(_mT(out), _mT(out), g),),
-               jvp=(lambda t, out, a: solve_sylvester(out, out, t),), shape=lambda a: tuple(a), dtype=floating)
+               jvp=(lambda t, out, a: solve_sylvester(out, out, t),), shape=lambda a: tuple(a), dtype=floating,
+               numpy_only=True)
 
 
 @public(_sqrtm)

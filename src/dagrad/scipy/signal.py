@@ -74,7 +74,7 @@ def _convolve_jvp(tangents, out, a, b, mode, method):
 
 
 _convolve_op = defop("convolve", lambda a, b, mode, method: _ss.convolve(a, b, mode=mode, method=method),
-                     vjp=_convolve_vjp, jvp=_convolve_jvp, shape=_convolve_shape, dtype=promoted)
+                     vjp=_convolve_vjp, jvp=_convolve_jvp, shape=_convolve_shape, dtype=promoted, numpy_only=True)
 
 
 def _convolve(a, b, mode, method):

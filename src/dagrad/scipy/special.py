@@ -52,7 +52,7 @@ def _needs_scipy(name):
 _HOLOMORPHIC = frozenset({"erfc"})
 
 
-def _op(name, forward, rules, nargs, ufunc=None):
+def _op(name, forward, rules, nargs, ufunc=None, numpy_only=False):
     """A SciPy function as an op: elementwise, broadcasting; its dtype rule is NumPy's type resolution
     for SciPy's ufunc (`ufunc`, default the function of that name)."""
     rules = None if rules is None else tuple(rules)
@@ -60,7 +60,7 @@ def _op(name, forward, rules, nargs, ufunc=None):
     if name == "polygamma" and _sp is not None:  # the order n is an integer: the dtype is x's under digamma
         dtype = _on_second(of_ufunc(_sp.digamma))
     op = defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs, dtype=dtype,
-               batch=batching.elementwise)
+               batch=batching.elementwise, numpy_only=numpy_only)
     function = op.function
 
     def checked(*args):
@@ -81,7 +81,8 @@ def _cast(out, ufunc, args):
     """SciPy's result in the dtype NumPy 2 gives for `args` (a Python number does not widen float32,
     where SciPy's ufuncs widen it to float64)."""
     dtypes = [type(a) if type(a) in (int, float, bool) else np.result_type(a) for a in args]
-    return np.asarray(out).astype(_weak_result(ufunc, dtypes), copy=False)[()]
+    # a Dask array (SciPy's ufuncs reach Dask through __array_ufunc__) is cast lazily, not through np.asarray
+    return (out if hasattr(out, "map_blocks") else np.asarray(out)).astype(_weak_result(ufunc, dtypes), copy=False)[()]
 
 
 def _weak_result(ufunc, dtypes):
@@ -124,7 +125,7 @@ def _polygamma_forward(n, x):
 
 
 polygamma = _op("polygamma", _polygamma_forward, (_ORDER, lambda g, out, n, x: g * polygamma(n + 1, x)), 2,
-                "digamma")
+                "digamma", numpy_only=True)  # SciPy's polygamma is a Python function calling np.asarray
 gamma = _op("gamma", lambda x: _sp.gamma(x), (lambda g, out, x: g * out * digamma(x),), 1)
 gammasgn = _op("gammasgn", lambda x: _sp.gammasgn(x), None, 1)  # piecewise constant: no gradient
 
