@@ -226,3 +226,160 @@ def test_logaddexp_is_smooth_where_its_arguments_tie():
     other = [0.0, 1000.0, -np.inf, np.inf, 1.0, -50.0]
     np.testing.assert_allclose(dnp.logaddexp(dg.tensor(special), dg.tensor(other)).numpy(),
                                np.logaddexp(special, other), rtol=1e-15)
+
+
+Z = RNG.normal(size=(4, 5)) + 1j * RNG.normal(size=(4, 5))
+
+COMPLEX_CASES = {  # the functions above where NumPy takes complex input: values, dtypes and gradients on Z
+    "rint": lambda m, z: m.rint(3 * z),
+    "around": lambda m, z: m.around(z, 1),
+    "isinf": lambda m, z: m.where(m.isinf(z), 0.0, z),
+    "logical_xor": lambda m, z: m.where(m.logical_xor(z, z.real > 0), z, 0.0),
+    "float_power": lambda m, z: m.float_power(z, 2.5),
+    "cumprod": lambda m, z: m.cumprod(z, axis=0),
+    "nansum": lambda m, z: m.nansum(z, axis=1),
+    "nanprod": lambda m, z: m.nanprod(z, axis=1),
+    "nanmean": lambda m, z: m.nanmean(z, axis=0),
+    "nanvar": lambda m, z: m.nanvar(z, axis=1),
+    "nanstd": lambda m, z: m.nanstd(z),
+    "nanmax": lambda m, z: m.nanmax(z, axis=1),
+    "median": lambda m, z: m.median(z, axis=1),
+    "average": lambda m, z: m.average(z, axis=1, weights=[1.0, 2.0, 0.5, 1.0, 3.0]),
+    "cov": lambda m, z: m.cov(z),
+    "corrcoef": lambda m, z: m.corrcoef(z),
+    "trapezoid": lambda m, z: m.trapezoid(z, dx=0.3),
+    "ediff1d": lambda m, z: m.ediff1d(z),
+    "broadcast_arrays": lambda m, z: m.broadcast_arrays(z[:, :1], z[0])[0],
+    "diagflat": lambda m, z: m.diagflat(z[0]),
+    "unstack": lambda m, z: m.unstack(z)[1],
+    "matrix_transpose": lambda m, z: m.matrix_transpose(z),
+    "vecdot": lambda m, z: m.vecdot(z, z[::-1]),
+    "matvec": lambda m, z: m.matvec(z, z[0]),
+    "vecmat": lambda m, z: m.vecmat(z[0, :4], z),
+    "block": lambda m, z: m.block([[z, z[:, :2]], [z[:1], z[:1, :2]]]),
+    "meshgrid": lambda m, z: m.meshgrid(z[0], z[1, :3])[0],
+    "delete": lambda m, z: m.delete(z, 1, axis=0),
+    "insert": lambda m, z: m.insert(z, [1, 1], z[0], axis=0),
+    "interp": lambda m, z: m.interp(np.linspace(-1, 5, 7), np.arange(5.0), z[0]),
+    "polyval": lambda m, z: m.polyval(z[0], z[1]),
+    "vander": lambda m, z: m.vander(z[0], 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+def test_complex_inputs(name):
+    f = COMPLEX_CASES[name]
+    want = np.asarray(f(np, Z))
+    got = f(dnp, dg.tensor(Z))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    assert got.dtype == want.dtype
+    dg.check_grads(lambda z: f(dnp, z), (Z,), order=2, modes=("fwd", "rev"))
+
+
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1e300, -1e-300, np.inf, -np.inf, np.nan, 7.0, 0.1, 3.0])
+
+
+@pytest.mark.parametrize("name", ["fmod", "floor_divide", "heaviside", "float_power", "logical_xor"])
+def test_two_argument_functions_at_special_values_and_on_integers(name):
+    a, b = np.repeat(SPECIAL, len(SPECIAL)), np.tile(SPECIAL, len(SPECIAL))
+    ints = np.array([7, -7, 7, -7, 0, 5]), np.array([2, 2, -2, -2, 3, 0])
+    with np.errstate(all="ignore"):
+        for x, y in ((a, b), ints):
+            want = getattr(np, name)(x, y)
+            got = getattr(dnp, name)(dg.tensor(x), dg.tensor(y)).numpy()
+            np.testing.assert_array_equal(got, want)  # NaN where NumPy's is; 1 // 0.1 is 9.0 as NumPy's
+            assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("name", ["trunc", "fix", "rint", "around", "isinf", "isposinf", "isneginf", "cbrt"])
+def test_one_argument_functions_at_special_values_and_on_integers(name):
+    for x in (SPECIAL, np.array([7, -7, 0, 5])):
+        want = getattr(np, name)(x)
+        got = getattr(dnp, name)(dg.tensor(x)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-13 if name == "cbrt" else 1e-15)  # cbrt: |x| ** (1/3)
+        assert got.dtype == want.dtype
+    assert np.array_equal(dg.grad(lambda x: dnp.sum(dnp.trunc(x) + dnp.rint(x)))(SPECIAL[:8]), np.zeros(8))
+
+
+def test_nan_reductions_match_numpy_with_all_nan_slices():
+    m = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan], [2.0, 5.0, -1.0]])
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+        for name in ("nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "median", "ptp"):
+            for axis in (None, 0, 1):
+                want = getattr(np, name)(m, axis=axis)
+                np.testing.assert_allclose(getattr(dnp, name)(dg.tensor(m), axis=axis).numpy(), want, rtol=1e-15)
+        for axis in (None, 0, 1):
+            np.testing.assert_allclose(dnp.quantile(dg.tensor(m), [0.1, 0.5], axis=axis).numpy(),
+                                       np.quantile(m, [0.1, 0.5], axis=axis))
+    # NaNs take no gradient; the others that of the NaN-free reduction
+    g = dg.grad(lambda x: dnp.nansum(x) * 2.0 + dnp.nanmean(x) + dnp.nanmax(x))(m)
+    finite = ~np.isnan(m)
+    np.testing.assert_allclose(g, np.where(finite, 2 + 1 / finite.sum() + (m == 5.0), 0.0))
+    assert int(dnp.nanargmax(dg.tensor(m[0]))) == 2 and int(dnp.nanargmin(dg.tensor(m[2]))) == 2
+
+
+def test_integer_statistics_are_float():
+    k = np.arange(7)
+    for name, args in (("median", ()), ("percentile", (30,)), ("quantile", ([0.25, 0.5],)), ("nanmean", ()),
+                       ("average", ()), ("cov", ()), ("nanvar", ())):
+        want = getattr(np, name)(k, *args)
+        got = getattr(dnp, name)(dg.tensor(k), *args).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+        assert got.dtype == np.asarray(want).dtype == np.float64
+
+
+def test_bad_input_names_the_function_and_line():
+    t, z = dg.tensor(A), dg.tensor(Z)
+    here = r"\(inputs: \(4, 5\) complex128\) at .*test_numpy_more\.py"
+    for name in ("fmod", "floor_divide", "heaviside"):
+        with pytest.raises(TypeError, match=rf"{name}: ufunc '{name}' not supported.*{here}"):
+            getattr(dnp, name)(z, 2.0)
+    with pytest.raises(TypeError, match=rf"isposinf: This operation is not supported for complex128.*{here}"):
+        dnp.isposinf(z)
+    with pytest.raises(TypeError, match=rf"quantile: a must be an array of real numbers.*{here}"):
+        dnp.quantile(z, 0.5)
+    with pytest.raises(ValueError, match=r"percentile: Percentiles must be in the range \[0, 100\].*test_numpy_more"):
+        dnp.percentile(t, 120)
+    with pytest.raises(NotImplementedError, match=r"quantile: only method='linear'.*test_numpy_more\.py"):
+        dnp.quantile(t, 0.5, method="nearest")
+    with pytest.raises(ValueError, match=r"nanargmax: All-NaN slice encountered.*test_numpy_more\.py"):
+        dnp.nanargmax(dg.tensor(np.full((2, 2), np.nan)), axis=0)
+    with pytest.raises(ZeroDivisionError, match=r"average: Weights sum to zero.*test_numpy_more\.py"):
+        dnp.average(t, axis=1, weights=dg.tensor(np.array([1.0, -1.0, 0.0, 0.0, 0.0])))
+    with pytest.raises(ValueError, match=r"average: Shape of weights must be consistent.*test_numpy_more\.py"):
+        dnp.average(t, axis=0, weights=np.ones(5))
+    with pytest.raises(TypeError, match=r"average: Axis must be specified.*test_numpy_more\.py"):
+        dnp.average(t, weights=np.ones(5))
+    with pytest.raises(ValueError, match=r"matrix_transpose: Input array must be at least 2-dim.*test_numpy_more"):
+        dnp.matrix_transpose(t[0])
+    with pytest.raises(ValueError, match=r"vecdot: Input operand 1 has a mismatch in its core dimension 0.*"
+                                         r"\(size 4 is different from 5\) \(inputs: \(4, 5\) float64, \(4, 4\) "
+                                         r"float64\) at .*test_numpy_more\.py"):
+        dnp.vecdot(t, t[:, :4])
+    with pytest.raises(ValueError, match=r"matvec: shape mismatch: .*arg 0 with shape \(2,\).*test_numpy_more\.py"):
+        dnp.matvec(t.reshape(2, 2, 5), t[:3])
+    with pytest.raises(ValueError, match=r"vecmat: Input operand 1 has a mismatch in its core dimension 0.*test_numpy"):
+        dnp.vecmat(t[0], t)
+    with pytest.raises(ValueError, match=r"block: List depths are mismatched.*test_numpy_more\.py"):
+        dnp.block([[t], t])
+    with pytest.raises(IndexError, match=r"delete: index 9 is out of bounds.*test_numpy_more\.py"):
+        dnp.delete(t, 9, axis=0)
+    with pytest.raises(ValueError, match=r"vander: x must be a one-dimensional array.*test_numpy_more\.py"):
+        dnp.vander(t)
+    with pytest.raises(ValueError, match=r"interp: fp and xp are not of the same length.*test_numpy_more\.py"):
+        dnp.interp(t[0], np.arange(3.0), t[1])
+    with pytest.raises(ValueError, match=r"cov: m has more than 2 dimensions.*test_numpy_more\.py"):
+        dnp.cov(t[None])
+    with pytest.raises(ValueError, match=r"broadcast_arrays: .*mismatch.*test_numpy_more\.py"):
+        dnp.broadcast_arrays(t, t[:, :2])
+    with pytest.raises(np.exceptions.AxisError, match=r"nansum: .*axis 2 is out of bounds.*test_numpy_more\.py"):
+        dnp.nansum(t, axis=2)
+
+
+def test_floor_divide_has_zero_gradient_and_fmod_the_remainders():
+    x, y = A * 5, B + np.sign(B)
+    gx, gy = dg.grad(lambda a, b: dnp.sum(dnp.fmod(a, b)), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, np.ones_like(x))
+    np.testing.assert_allclose(gy, -np.trunc(x / y))
+    gx, gy = dg.grad(lambda a, b: dnp.sum(dnp.floor_divide(a, b)), argnums=(0, 1))(x, y)
+    assert not gx.any() and not gy.any()

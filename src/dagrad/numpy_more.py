@@ -488,7 +488,7 @@ def _stand_in(x, keep_core=0):
     if not isinstance(x, Tensor):
         return x
     dims = tuple(_shape(x))
-    lead = len(dims) - keep_core
+    lead = builtins.max(len(dims) - keep_core, 0)
     small = tuple(1 if d is None else builtins.min(d, 1) for d in dims[:lead])
     core = tuple(1 if d is None else d for d in dims[lead:])
     return np.broadcast_to(np.zeros((), x.dtype), small + core)
@@ -499,8 +499,20 @@ def _probe(name, *args, keep_core=0, **kwargs):
     (naming `name` and the user's line) and returns NumPy's result (its dtype is the one to give)."""
     stand = [[_stand_in(v, keep_core) for v in a] if isinstance(a, (list, tuple)) else _stand_in(a, keep_core)
              for a in args]
-    with np.errstate(all="ignore"):
-        return _numpy(name, *stand, **{k: _stand_in(v, keep_core) for k, v in kwargs.items()})
+    try:
+        with np.errstate(all="ignore"):
+            return getattr(np, name)(*stand, **{k: _stand_in(v, keep_core) for k, v in kwargs.items()})
+    except (TypeError, ValueError, IndexError) as err:  # described by the real arguments, not the stand-ins
+        if str(err).startswith(f"{name}: "):  # a gufunc's message names itself
+            try:
+                err = type(err)(str(err)[len(name) + 2:])
+            except TypeError:
+                pass
+        raise op_error(name, _tensors(*args, *kwargs.values()), err) from None
+
+
+def _tensors(*values):
+    return [v for a in values for v in (a if isinstance(a, (list, tuple)) else (a,)) if isinstance(v, Tensor)]
 
 
 def _elementwise_probe(name, *args):
@@ -1224,10 +1236,7 @@ def _gufunc(name, x1, x2, core1, core2):
         np.broadcast_shapes(tuple(_shape(x1))[:len(_shape(x1)) - core1], tuple(_shape(x2))[:len(_shape(x2)) - core2])
     except ValueError as err:
         raise user_error(ValueError, name, str(err), x1, x2) from None
-    stand = [_stand_in(x, c) if isinstance(x, Tensor) else x for x, c in ((x1, core1), (x2, core2))]
-    with np.errstate(all="ignore"):
-        dtype = _numpy(name, *stand).dtype
-    return x1, x2, dtype
+    return x1, x2, _probe(name, x1, x2, keep_core=builtins.max(core1, core2)).dtype
 
 
 def vecdot(x1, x2, /, *, axis=-1):
@@ -1245,9 +1254,6 @@ def vecdot(x1, x2, /, *, axis=-1):
     x1 = moveaxis(x1, normalize_axis_index(axis, n1, "vecdot", x1), -1)
     x2 = moveaxis(x2, normalize_axis_index(axis, n2, "vecdot", x2), -1)
     x1, x2, dtype = _gufunc("vecdot", x1, x2, 1, 1)
-    if _shape(x1)[-1] != _shape(x2)[-1]:
-        raise user_error(ValueError, "vecdot", f"the vectors' sizes differ: {_shape(x1)[-1]} and {_shape(x2)[-1]}",
-                         x1, x2)
     return _as(sum_((conj(x1) if x1.dtype.kind == "c" else x1) * x2, axis=-1), dtype)
 
 
@@ -1260,9 +1266,6 @@ def matvec(x1, x2, /):
     if not _traced(x1, x2):
         return _numpy("matvec", x1, x2)
     x1, x2, dtype = _gufunc("matvec", x1, x2, 2, 1)
-    if _shape(x1)[-1] != _shape(x2)[-1]:
-        raise user_error(ValueError, "matvec", f"the matrix has {_shape(x1)[-1]} columns, the vector "
-                         f"{_shape(x2)[-1]} elements", x1, x2)
     return _as(getitem(matmul(x1, expand_dims(x2, -1)), (Ellipsis, 0)), dtype)
 
 
@@ -1275,9 +1278,6 @@ def vecmat(x1, x2, /):
     if not _traced(x1, x2):
         return _numpy("vecmat", x1, x2)
     x1, x2, dtype = _gufunc("vecmat", x1, x2, 1, 2)
-    if _shape(x1)[-1] != _shape(x2)[-2]:
-        raise user_error(ValueError, "vecmat", f"the vector has {_shape(x1)[-1]} elements, the matrix "
-                         f"{_shape(x2)[-2]} rows", x1, x2)
     row = expand_dims(conj(x1) if x1.dtype.kind == "c" else x1, -2)
     return _as(getitem(matmul(row, x2), (Ellipsis, 0, slice(None))), dtype)
 
