@@ -383,3 +383,17 @@ def test_floor_divide_has_zero_gradient_and_fmod_the_remainders():
     np.testing.assert_allclose(gy, -np.trunc(x / y))
     gx, gy = dg.grad(lambda a, b: dnp.sum(dnp.floor_divide(a, b)), argnums=(0, 1))(x, y)
     assert not gx.any() and not gy.any()
+
+
+def test_float32_and_integer_dtypes_are_numpys():
+    for x in (np.arange(1.0, 7.0, dtype=np.float32), np.arange(1, 7)):
+        for f in (lambda m, a: m.quantile(a, 0.3), lambda m, a: m.percentile(a, [30, 60]), lambda m, a: m.median(a),
+                  lambda m, a: m.nanvar(a), lambda m, a: m.nanmean(a), lambda m, a: m.cov(a), lambda m, a: m.average(a),
+                  lambda m, a: m.trapezoid(a), lambda m, a: m.vander(a), lambda m, a: m.cumprod(a),
+                  lambda m, a: m.ptp(a), lambda m, a: m.cbrt(a), lambda m, a: m.fmod(a, 4), lambda m, a: m.rint(a),
+                  lambda m, a: m.floor_divide(a, 4), lambda m, a: m.float_power(a, 2), lambda m, a: m.trunc(a),
+                  lambda m, a: m.heaviside(a - 3, 0.5), lambda m, a: m.vecdot(a, a), lambda m, a: m.polyval(a, a)):
+            want = np.asarray(f(np, x))
+            got = f(dnp, dg.tensor(x))
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+            assert got.dtype == want.dtype

@@ -949,7 +949,7 @@ def _keep_dims(out, a_shape, axes, q_ndim):
     return reshape(out, shape[:q_ndim] + tuple(1 if k in axes else n for k, n in enumerate(a_shape)))
 
 
-def _quantile(name, a, q, axis, keepdims, method):
+def _quantile(name, a, q, axis, keepdims, method, dtype):
     """Linear interpolation between the sorted values at (n - 1) * q, as NumPy's method='linear'."""
     if method != "linear":
         raise user_error(NotImplementedError, name, f"only method='linear' is supported for Tensors, got "
@@ -976,7 +976,7 @@ def _quantile(name, a, q, axis, keepdims, method):
     step = above - below
     out = _where(t >= 0.5, above - step * (1 - t), below + step * t)  # NumPy's _lerp, rounding alike
     out = _where(sum_(astype(isnan(flat), np.int64), axis=-1) > 0, np.nan, out)  # any NaN: NaN, as NumPy
-    out = reshape(out, q.shape + tuple(_shape(out))[1:])
+    out = _as(reshape(out, q.shape + tuple(_shape(out))[1:]), dtype)
     return _keep_dims(out, tuple(_shape(a)), axes, q.ndim) if keepdims else out
 
 
@@ -992,8 +992,8 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     _no_out("quantile", out, a)
     if weights is not None:
         raise user_error(NotImplementedError, "quantile", "weights= is not supported for Tensors", a)
-    _probe("quantile", a, q, axis, method="linear", keepdims=keepdims)
-    return _quantile("quantile", a, q, axis, keepdims, method)
+    want = _probe("quantile", a, q, axis, method="linear", keepdims=keepdims).dtype
+    return _quantile("quantile", a, q, axis, keepdims, method, want)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
@@ -1008,8 +1008,8 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     _no_out("percentile", out, a)
     if weights is not None:
         raise user_error(NotImplementedError, "percentile", "weights= is not supported for Tensors", a)
-    _probe("percentile", a, q, axis, method="linear", keepdims=keepdims)
-    return _quantile("percentile", a, np.true_divide(q, 100), axis, keepdims, method)
+    want = _probe("percentile", a, q, axis, method="linear", keepdims=keepdims).dtype
+    return _quantile("percentile", a, np.true_divide(q, 100), axis, keepdims, method, want)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -1028,6 +1028,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     n = _shape(flat)[-1]
     if a.dtype.kind in "iub":
         flat = astype(flat, np.float64)
+    if n == 0:  # NumPy's NaN, with its warnings
+        return mean(a, axis=axis, keepdims=keepdims)
     ordered = sort(flat, axis=-1)
     middle = getitem(ordered, (Ellipsis, n // 2))
     out = middle if n % 2 else (getitem(ordered, (Ellipsis, n // 2 - 1)) + middle) / 2
@@ -1500,6 +1502,7 @@ def vander(x, N=None, increasing=False):
         return _numpy("vander", x, N, increasing)
     if len(_shape(x)) != 1:
         raise user_error(ValueError, "vander", "x must be a one-dimensional array or sequence.", x)
+    x = _as(x, np.promote_types(x.dtype, np.int64))  # NumPy's result dtype
     n = _shape(x)[0] if N is None else N
     if n < 0:
         raise user_error(ValueError, "vander", f"negative dimensions are not allowed, got N={n}", x)
