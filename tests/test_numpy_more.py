@@ -397,3 +397,25 @@ def test_float32_and_integer_dtypes_are_numpys():
             got = f(dnp, dg.tensor(x))
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
             assert got.dtype == want.dtype
+
+
+def test_static_graph_with_unknown_batch_size():
+    graph = dg.Graph()
+    with graph:
+        x = dg.placeholder(shape=(None, 3), dtype="float64")
+        outs = [dnp.nanmean(x, axis=0), dnp.cumprod(x, axis=1), dnp.median(x, axis=1), dnp.fmod(x, 2.0),
+                dnp.vecdot(x, x), dnp.average(x, axis=1, weights=np.array([1.0, 2.0, 3.0])),
+                dnp.quantile(x, [0.2, 0.9], axis=1), dnp.nanmax(x, axis=1), dnp.floor_divide(x, 0.7)]
+        (grad,) = dg.gradients(dg.sum(outs[0]) + dg.sum(outs[1]), [x])
+    v = np.arange(6.0).reshape(2, 3) - 2.5
+    got = dg.Session(graph).run(outs + [grad], feed_dict={x: v})
+    want = [np.nanmean(v, 0), np.cumprod(v, 1), np.median(v, 1), np.fmod(v, 2.0), np.vecdot(v, v),
+            np.average(v, axis=1, weights=[1.0, 2.0, 3.0]), np.quantile(v, [0.2, 0.9], axis=1), np.nanmax(v, 1),
+            np.floor_divide(v, 0.7)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14)
+    # d/dv of sum(nanmean(v, 0)) + sum(cumprod(v, 1)), by the plain products
+    rows = [[sum(np.prod(r[:k + 1]) / r[j] for k in range(j, 3)) for j in range(3)] for r in v]
+    np.testing.assert_allclose(got[-1], 1 / 2 + np.array(rows), rtol=1e-14)
+    with graph, pytest.raises(ValueError, match=r"median: the sizes of the reduced axes must be known.*test_numpy"):
+        dnp.median(x, axis=0)

@@ -518,10 +518,15 @@ def _tensors(*values):
 def _elementwise_probe(name, *args):
     """NumPy's result dtype of the elementwise function `name`, after checking that the shapes broadcast."""
     try:
-        np.broadcast_shapes(*(tuple(_shape(a)) if isinstance(a, Tensor) else np.shape(a) for a in args))
+        np.broadcast_shapes(*(_known(a) for a in args))
     except ValueError as err:
         raise user_error(ValueError, name, str(err), *[a for a in args if isinstance(a, Tensor)]) from None
     return _probe(name, *args).dtype
+
+
+def _known(x):
+    """x's shape, a size known only when a static graph runs taken as 1 (which broadcasts with any)."""
+    return tuple(1 if n is None else n for n in _shape(x)) if isinstance(x, Tensor) else np.shape(x)
 
 
 def _as(x, dtype):
@@ -925,18 +930,22 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         weights = reshape(weights, tuple(a_shape[k] if k in axes else 1 for k in range(ndim)))
     dtype = np.result_type(_dtype(a), _dtype(weights), *(() if _dtype(a).kind in "fc" else (np.float64,)))
     a, weights = _as(a, dtype), _as(weights, dtype)
-    scale = sum_(broadcast_to(weights, a_shape), axis=axes, keepdims=keepdims)
+    scale = sum_(ones_like(a) * weights, axis=axes, keepdims=keepdims)  # ones_like: a's sizes may be unknown
     if _concrete(scale) and np.any(np.asarray(scale.numpy() if isinstance(scale, Tensor) else scale) == 0):
         raise user_error(ZeroDivisionError, "average", "Weights sum to zero, can't be normalized", a, weights)
     avg = sum_(a * weights, axis=axes, keepdims=keepdims) / scale
     return (avg, scale) if returned else avg
 
 
-def _along_last(a, axis):
-    """`a` with the reduced axes (None: all) moved to the end and merged into one."""
+def _along_last(a, axis, name):
+    """`a` with the reduced axes (None: all) moved to the end and merged into one, whose size must be known."""
     ndim = len(_shape(a))
-    axes = normalize_axis(axis, ndim, "quantile", a)
+    axes = normalize_axis(axis, ndim, name, a)
     axes = tuple(range(ndim)) if axes is None else axes
+    if builtins.any(_shape(a)[k] is None for k in axes):
+        raise user_error(ValueError, name, "the sizes of the reduced axes must be known when the graph is built", a)
+    if len(axes) == 1:  # no merging: the other axes' sizes may be unknown until the graph runs
+        return moveaxis(a, axes[0], -1), axes
     rest = [k for k in range(ndim) if k not in axes]
     moved = transpose(a, rest + list(axes)) if rest + list(axes) != list(range(ndim)) else a
     kept = tuple(_shape(a)[k] for k in rest)
@@ -961,7 +970,7 @@ def _quantile(name, a, q, axis, keepdims, method, dtype):
     if a.dtype.kind == "c":
         raise user_error(TypeError, name, "a must be an array of real numbers", a)
     q = np.asarray(q, dtype=np.float64)
-    flat, axes = _along_last(a, axis)
+    flat, axes = _along_last(a, axis, name)
     n = _shape(flat)[-1]
     if n == 0:
         raise user_error(IndexError, name, "cannot compute a quantile of an empty slice", a)
@@ -1024,7 +1033,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     _no_out("median", out, a)
     a = as_array(a, "median")
     _probe("median", a, axis, keepdims=keepdims)
-    flat, axes = _along_last(a, axis)
+    flat, axes = _along_last(a, axis, "median")
     n = _shape(flat)[-1]
     if a.dtype.kind in "iub":
         flat = astype(flat, np.float64)
@@ -1171,6 +1180,8 @@ def broadcast_arrays(*args, subok=False):
     if not _traced(*args):
         return _numpy("broadcast_arrays", *args, subok=subok)
     args = [as_array(a, "broadcast_arrays") for a in args]
+    if builtins.any(None in tuple(_shape(a)) for a in args):
+        raise user_error(ValueError, "broadcast_arrays", "the shapes must be known when the graph is built", *args)
     try:
         shape = np.broadcast_shapes(*(tuple(_shape(a)) for a in args))
     except ValueError as err:
@@ -1235,7 +1246,7 @@ def _gufunc(name, x1, x2, core1, core2):
         if len(_shape(x)) < core:
             raise user_error(ValueError, name, f"the input must have at least {core} dimension(s)", x1, x2)
     try:
-        np.broadcast_shapes(tuple(_shape(x1))[:len(_shape(x1)) - core1], tuple(_shape(x2))[:len(_shape(x2)) - core2])
+        np.broadcast_shapes(_known(x1)[:len(_shape(x1)) - core1], _known(x2)[:len(_shape(x2)) - core2])
     except ValueError as err:
         raise user_error(ValueError, name, str(err), x1, x2) from None
     return x1, x2, _probe(name, x1, x2, keep_core=builtins.max(core1, core2)).dtype
