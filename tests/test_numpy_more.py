@@ -419,3 +419,25 @@ def test_static_graph_with_unknown_batch_size():
     np.testing.assert_allclose(got[-1], 1 / 2 + np.array(rows), rtol=1e-14)
     with graph, pytest.raises(ValueError, match=r"median: the sizes of the reduced axes must be known.*test_numpy"):
         dnp.median(x, axis=0)
+
+
+VMAPPED = {  # under vmap: the same as a loop over the examples (value-dependent checks skip mapped values)
+    "median": lambda x: dnp.median(x, axis=0),
+    "quantile": lambda x: dnp.quantile(x, [0.1, 0.6]),
+    "cumprod": lambda x: dnp.cumprod(x, axis=1),
+    "nanvar": lambda x: dnp.nanvar(x, axis=1),
+    "cov": dnp.cov,
+    "interp": lambda x: dnp.interp(x[0], np.linspace(-1, 1, 5), x[1]),
+    "matvec": lambda x: dnp.matvec(x, x[0]),
+    "insert": lambda x: dnp.insert(x, [1, 2], x[0], axis=0),
+    "unwrap": lambda x: dnp.unwrap(4 * x),
+    "average": lambda x: dnp.average(x, axis=1, weights=x[0] ** 2),
+    "nanargmax": lambda x: dnp.nanargmax(x, axis=1),
+    "floor_divide": lambda x: dnp.floor_divide(x, 0.3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAPPED))
+def test_vmap_is_a_loop(name):
+    f, xs = VMAPPED[name], RNG.normal(size=(3, 4, 5))
+    np.testing.assert_allclose(dg.vmap(f)(xs), np.stack([np.asarray(f(x)) for x in xs]), rtol=1e-13)

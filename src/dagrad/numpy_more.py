@@ -14,7 +14,7 @@ import numpy as np
 from ._core.errors import op_error, user_error
 from ._core.shapes import normalize_axis, normalize_axis_index
 from ._core.shapes import shape_of as _shape
-from ._core.tensor import Tensor, is_symbolic
+from ._core.tensor import Batched, Tensor, is_symbolic
 from .ops.elementwise import abs as abs_
 from .ops.elementwise import (
     astype,
@@ -534,8 +534,17 @@ def _as(x, dtype):
 
 
 def _concrete(*values):
-    """Whether every Tensor among `values` holds numbers now (not a static graph's or a trace's node)."""
-    return not builtins.any(is_symbolic(v) for v in values)
+    """Whether every Tensor among `values` holds its numbers now: not a static graph's or a trace's node,
+    nor a box of `vmap` (whose value holds every example)."""
+    return not builtins.any(is_symbolic(v) or _mapped(v) for v in values)
+
+
+def _mapped(value):
+    while isinstance(value, Tensor):
+        if isinstance(value, Batched):
+            return True
+        value = value._value
+    return False
 
 
 # -- rounding and tests (piecewise constant: zero gradient)
