@@ -78,6 +78,7 @@ CASES = {  # name -> (function of dagrad.numpy or numpy, arguments); differentia
     "nanargmin": (lambda m, x: x[:, m.nanargmin(x[0])], (A,)),
     "average": (lambda m, x: m.average(x, axis=1), (A,)),
     "average weights": (lambda m, x, w: m.average(x, axis=0, weights=m.abs(w[:, 0])), (A, B)),
+    "average axes": (lambda m, x, w: m.average(x, axis=(1, 0), weights=w.T * w.T), (A, B)),
     "average returned": (lambda m, x, w: m.average(x, weights=w * w, returned=True)[0], (A, B)),
     "ptp": (lambda m, x: m.ptp(x, axis=1), (A,)),
     "median": (lambda m, x: m.median(x, axis=0), (A,)),

@@ -918,7 +918,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         return _numpy("average", a, axis, weights, returned, keepdims=keepdims)
     a = as_array(a, "average")
     ndim = len(_shape(a))
-    axes = normalize_axis(axis, ndim, "average", a)
+    axes = normalize_axis(axis, ndim, "average", a, ordered=True)  # weights' axes follow the order given
     if weights is None:
         avg = mean(a, axis=axes, keepdims=keepdims)
         count = np.prod([_shape(a)[k] for k in (axes if axes is not None else range(ndim))])
@@ -934,8 +934,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             raise user_error(ValueError, "average", "Shape of weights must be consistent with shape of a along "
                              "specified axis.", a, weights)
         # the weights' axes in a's order, the others of size 1
-        order = np.argsort(axes)
-        weights = transpose(weights, tuple(int(k) for k in order)) if len(axes) > 1 else weights
+        weights = transpose(weights, tuple(int(k) for k in np.argsort(axes))) if len(axes) > 1 else weights
         weights = reshape(weights, tuple(a_shape[k] if k in axes else 1 for k in range(ndim)))
     dtype = np.result_type(_dtype(a), _dtype(weights), *(() if _dtype(a).kind in "fc" else (np.float64,)))
     a, weights = _as(a, dtype), _as(weights, dtype)
