@@ -94,6 +94,13 @@ CASES = {  # name -> (function of dagrad.numpy or numpy, arguments); differentia
     "trapezoid x": (lambda m, y, x: m.trapezoid(y, x[0], axis=1), (A, B)),
     "trapezoid x nd": (lambda m, y, x: m.trapezoid(y, x, axis=0), (A, B)),
     "ediff1d": (lambda m, x, y: m.ediff1d(x, to_begin=y[0], to_end=[1.0, 2.0]), (A, B)),
+    "cumulative_sum": (lambda m, x: m.cumulative_sum(x, axis=1, include_initial=True), (A,)),
+    "cumulative_prod": (lambda m, x: m.cumulative_prod(x[0]), (A,)),
+    "cumulative_prod initial": (lambda m, x: m.cumulative_prod(x, axis=0, include_initial=True), (A,)),
+    "nancumsum": (lambda m, x: m.nancumsum(x, axis=0), (A,)),
+    "nancumprod": (lambda m, x: m.nancumprod(x, axis=1), (A,)),
+    "divmod": (lambda m, x, y: m.divmod(3 * x, y)[0] + m.divmod(3 * x, y)[1], (A, B)),
+    "modf": (lambda m, x: m.modf(3 * x)[0] * 2 + m.modf(3 * x)[1], (A,)),
     # shapes and products
     "broadcast_arrays": (lambda m, x, y: m.broadcast_arrays(x[:, :1], y[0])[0], (A, B)),
     "diagflat": (lambda m, x: m.diagflat(x[:2, :2], -1), (A,)),
@@ -264,6 +271,10 @@ COMPLEX_CASES = {  # the functions above where NumPy takes complex input: values
     "interp": lambda m, z: m.interp(np.linspace(-1, 5, 7), np.arange(5.0), z[0]),
     "polyval": lambda m, z: m.polyval(z[0], z[1]),
     "vander": lambda m, z: m.vander(z[0], 3),
+    "cumulative_sum": lambda m, z: m.cumulative_sum(z, axis=0, include_initial=True),
+    "cumulative_prod": lambda m, z: m.cumulative_prod(z, axis=1),
+    "nancumsum": lambda m, z: m.nancumsum(z),
+    "nancumprod": lambda m, z: m.nancumprod(z, axis=0),
 }
 
 
@@ -292,11 +303,15 @@ def test_two_argument_functions_at_special_values_and_on_integers(name):
             assert got.dtype == want.dtype
 
 
-@pytest.mark.parametrize("name", ["trunc", "fix", "rint", "around", "isinf", "isposinf", "isneginf", "cbrt"])
+@pytest.mark.parametrize("name", ["trunc", "fix", "rint", "around", "isinf", "isposinf", "isneginf", "cbrt", "modf 0",
+                                  "modf 1", "divmod 0", "divmod 1"])
 def test_one_argument_functions_at_special_values_and_on_integers(name):
+    name, part = (name.split() + [None])[:2]
     for x in (SPECIAL, np.array([7, -7, 0, 5])):
-        want = getattr(np, name)(x)
-        got = getattr(dnp, name)(dg.tensor(x)).numpy()
+        args = (x, 0.75) if name == "divmod" else (x,)
+        want = getattr(np, name)(*args) if part is None else getattr(np, name)(*args)[int(part)]
+        got = getattr(dnp, name)(dg.tensor(x), *args[1:])
+        got = (got if part is None else got[int(part)]).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-13 if name == "cbrt" else 1e-15)  # cbrt: |x| ** (1/3)
         assert got.dtype == want.dtype
     assert np.array_equal(dg.grad(lambda x: dnp.sum(dnp.trunc(x) + dnp.rint(x)))(SPECIAL[:8]), np.zeros(8))
@@ -375,6 +390,10 @@ def test_bad_input_names_the_function_and_line():
         dnp.broadcast_arrays(t, t[:, :2])
     with pytest.raises(np.exceptions.AxisError, match=r"nansum: .*axis 2 is out of bounds.*test_numpy_more\.py"):
         dnp.nansum(t, axis=2)
+    with pytest.raises(ValueError, match=r"cumulative_sum: .*``axis`` argument is required.*test_numpy_more\.py"):
+        dnp.cumulative_sum(t)
+    with pytest.raises(TypeError, match=rf"divmod: ufunc 'divmod' not supported.*{here}"):
+        dnp.divmod(z, 2.0)
 
 
 def test_floor_divide_has_zero_gradient_and_fmod_the_remainders():

@@ -65,14 +65,15 @@ from .ops.shape import (
 )
 
 __all__ = ["all", "any", "append", "around", "array_split", "average", "block", "broadcast_arrays", "c_",
-           "cbrt", "corrcoef", "cov", "cross", "cumprod", "deg2rad", "degrees", "delete", "diagflat", "diff",
-           "dsplit", "ediff1d", "fabs", "fix", "fliplr", "flipud", "float_power", "floor_divide", "fmod",
-           "gradient", "heaviside", "hsplit", "insert", "interp", "isinf", "isneginf", "isposinf", "kron",
-           "linspace", "logical_xor", "make_diagonal", "matrix_transpose", "matvec", "median", "meshgrid",
-           "nan_to_num", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd",
-           "nansum", "nanvar", "percentile", "polyval", "ptp", "quantile", "r_", "rad2deg", "radians",
-           "real_if_close", "rint", "roll", "rollaxis", "rot90", "select", "sinc", "trapezoid", "tri",
-           "trunc", "unstack", "unwrap", "vander", "vecdot", "vecmat", "vsplit", "where"]
+           "cbrt", "corrcoef", "cov", "cross", "cumprod", "cumulative_prod", "cumulative_sum", "deg2rad",
+           "degrees", "delete", "diagflat", "diff", "divmod", "dsplit", "ediff1d", "fabs", "fix", "fliplr",
+           "flipud", "float_power", "floor_divide", "fmod", "gradient", "heaviside", "hsplit", "insert",
+           "interp", "isinf", "isneginf", "isposinf", "kron", "linspace", "logical_xor", "make_diagonal",
+           "matrix_transpose", "matvec", "median", "meshgrid", "modf", "nan_to_num", "nanargmax", "nanargmin",
+           "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar",
+           "percentile", "polyval", "ptp", "quantile", "r_", "rad2deg", "radians", "real_if_close", "rint",
+           "roll", "rollaxis", "rot90", "select", "sinc", "trapezoid", "tri", "trunc", "unstack", "unwrap",
+           "vander", "vecdot", "vecmat", "vsplit", "where"]
 
 
 def _traced(*values):
@@ -262,7 +263,7 @@ def array_split(ary, indices_or_sections, axis=0):
         sections = int(indices_or_sections)
         if sections <= 0:
             raise user_error(ValueError, "array_split", "number sections must be larger than 0", ary)
-        size, extra = divmod(n, sections)
+        size, extra = builtins.divmod(n, sections)
         bounds = np.cumsum([0] + [size + 1] * extra + [size] * (sections - extra))
     else:
         bounds = [0, *indices_or_sections, n]
@@ -521,7 +522,8 @@ def _elementwise_probe(name, *args):
         np.broadcast_shapes(*(_known(a) for a in args))
     except ValueError as err:
         raise user_error(ValueError, name, str(err), *[a for a in args if isinstance(a, Tensor)]) from None
-    return _probe(name, *args).dtype
+    result = _probe(name, *args)
+    return (result[0] if isinstance(result, tuple) else result).dtype  # divmod and modf: two of one dtype
 
 
 def _known(x):
@@ -1532,3 +1534,94 @@ def vander(x, N=None, increasing=False):
     if not columns:
         return reshape(x * 0, (-1, 1))[:, :0]
     return stack(columns if increasing else columns[::-1], axis=1)
+
+
+# -- more running totals and pairs of results
+def _cumulative(name, x, axis, dtype, out, include_initial, running, initial):
+    if not _traced(x):
+        return _numpy(name, x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+    _no_out(name, out, x)
+    want = _probe(name, x, axis=axis, dtype=dtype).dtype
+    if not _shape(x):
+        raise user_error(ValueError, name, "the input must have at least one dimension", x)
+    axis = 0 if axis is None and len(_shape(x)) == 1 else axis  # NumPy's own check refused None for more
+    axis = normalize_axis_index(axis, len(_shape(x)), name, x)
+    total = running(_as(x, want), axis=axis)
+    if not include_initial:
+        return total
+    shape = list(_shape(x))
+    shape[axis] = 1
+    return concatenate([np.full(shape, initial, want), total], axis=axis)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """`np.cumulative_sum` (NumPy 2's `cumsum`): the running sum along `axis` (required beyond 1-D), with
+    a leading 0 when `include_initial`.
+
+    >>> cumulative_sum(np.array([1.0, 2.0, 3.0]), include_initial=True)
+    array([0., 1., 3., 6.])
+    """
+    return _cumulative("cumulative_sum", x, axis, dtype, out, include_initial, cumsum, 0)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """`np.cumulative_prod` (NumPy 2's `cumprod`): the running product along `axis` (required beyond 1-D),
+    with a leading 1 when `include_initial`.
+
+    >>> cumulative_prod(np.array([1.0, 2.0, 3.0]), include_initial=True)
+    array([1., 1., 2., 6.])
+    """
+    return _cumulative("cumulative_prod", x, axis, dtype, out, include_initial, cumprod, 1)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """`np.nancumsum`: the running sum with NaNs counted as zero.
+
+    >>> nancumsum(np.array([1.0, np.nan, 2.0]))
+    array([1., 1., 3.])
+    """
+    if not _traced(a):
+        return _numpy("nancumsum", a, axis, dtype, out)
+    _no_out("nancumsum", out, a)
+    want = _probe("nancumsum", a, axis, dtype).dtype
+    return cumsum(_as(_nan_filled(a, 0), want), axis=axis)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """`np.nancumprod`: the running product with NaNs counted as one.
+
+    >>> nancumprod(np.array([2.0, np.nan, 2.0]))
+    array([2., 2., 4.])
+    """
+    if not _traced(a):
+        return _numpy("nancumprod", a, axis, dtype, out)
+    _no_out("nancumprod", out, a)
+    want = _probe("nancumprod", a, axis, dtype).dtype
+    return cumprod(_as(_nan_filled(a, 1), want), axis=axis)
+
+
+def divmod(x1, x2):  # noqa: A001  (NumPy's name)
+    """`np.divmod`: (floor_divide(x1, x2), mod(x1, x2)); the remainder is differentiable as `mod`.
+
+    >>> divmod(np.array([7.0, -7.0]), 2.0)
+    (array([ 3., -4.]), array([1., 1.]))
+    """
+    if not _traced(x1, x2):
+        return _numpy("divmod", x1, x2)
+    dtype = _elementwise_probe("divmod", x1, x2)
+    return floor_divide(x1, x2), _as(mod(x1, x2), dtype)
+
+
+def modf(x):
+    """`np.modf`: (the fractional part, the integral part), both with x's sign; the fractional part's
+    derivative is 1 (0 at infinities, whose fractional part is 0).
+
+    >>> modf(np.array([-2.5, 3.25]))
+    (array([-0.5 ,  0.25]), array([-2.,  3.]))
+    """
+    if not _traced(x):
+        return _numpy("modf", x)
+    dtype = _elementwise_probe("modf", x)
+    x = _as(x, dtype)
+    whole = trunc(x)
+    return _where(isinf(x), 0.0, x - whole), whole
