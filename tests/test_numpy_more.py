@@ -86,6 +86,9 @@ CASES = {  # name -> (function of dagrad.numpy or numpy, arguments); differentia
     "percentile": (lambda m, x: m.percentile(x, [10, 50, 95], axis=1), (A,)),
     "quantile": (lambda m, x: m.quantile(x, 0.3), (A,)),
     "quantile axes": (lambda m, x: m.quantile(x[None], [[0.2], [0.7]], axis=(0, 2), keepdims=True), (A,)),
+    "nanmedian": (lambda m, x: m.nanmedian(x, axis=1), (A,)),
+    "nanquantile": (lambda m, x: m.nanquantile(x, [0.0, 0.3, 1.0], axis=0, keepdims=True), (A,)),
+    "nanpercentile": (lambda m, x: m.nanpercentile(x, 42), (A,)),
     "cov": (lambda m, x: m.cov(x), (A,)),
     "cov y": (lambda m, x, y: m.cov(x[0], y[1], rowvar=False, bias=True), (A, B)),
     "cov weights": (lambda m, x, w: m.cov(x, fweights=[1, 2, 1, 3, 1], aweights=m.abs(w[0])), (A, B)),
@@ -327,6 +330,13 @@ def test_nan_reductions_match_numpy_with_all_nan_slices():
         for axis in (None, 0, 1):
             np.testing.assert_allclose(dnp.quantile(dg.tensor(m), [0.1, 0.5], axis=axis).numpy(),
                                        np.quantile(m, [0.1, 0.5], axis=axis))
+            for name, q in (("nanquantile", [0.0, 0.3, 0.5, 1.0]), ("nanpercentile", 75)):
+                np.testing.assert_array_equal(getattr(dnp, name)(dg.tensor(m), q, axis=axis).numpy(),
+                                              getattr(np, name)(m, q, axis=axis))
+            np.testing.assert_array_equal(dnp.nanmedian(dg.tensor(m), axis=axis).numpy(), np.nanmedian(m, axis=axis))
+    # an even count of values that are not NaN: the mean of the middle two, whose gradient is 1/2 each
+    np.testing.assert_array_equal(dg.grad(lambda x: dnp.nanmedian(x))(np.array([4.0, np.nan, 1.0, 3.0, 2.0])),
+                                  [0.0, 0.0, 0.0, 0.5, 0.5])
     # NaNs take no gradient; the others that of the NaN-free reduction
     g = dg.grad(lambda x: dnp.nansum(x) * 2.0 + dnp.nanmean(x) + dnp.nanmax(x))(m)
     finite = ~np.isnan(m)
@@ -454,6 +464,8 @@ VMAPPED = {  # under vmap: the same as a loop over the examples (value-dependent
     "average": lambda x: dnp.average(x, axis=1, weights=x[0] ** 2),
     "nanargmax": lambda x: dnp.nanargmax(x, axis=1),
     "floor_divide": lambda x: dnp.floor_divide(x, 0.3),
+    "nanmedian": lambda x: dnp.nanmedian(dnp.where(x > 1, np.nan, x), axis=1),
+    "nanquantile": lambda x: dnp.nanquantile(dnp.where(x > 1, np.nan, x), [0.3, 0.8], axis=0),
 }
 
 

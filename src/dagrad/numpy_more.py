@@ -61,6 +61,7 @@ from .ops.shape import (
     stack,
     swapaxes,
     take,
+    take_along_axis,
     transpose,
 )
 
@@ -70,10 +71,10 @@ __all__ = ["all", "any", "append", "around", "array_split", "average", "block", 
            "flipud", "float_power", "floor_divide", "fmod", "gradient", "heaviside", "hsplit", "insert",
            "interp", "isinf", "isneginf", "isposinf", "kron", "linspace", "logical_xor", "make_diagonal",
            "matrix_transpose", "matvec", "median", "meshgrid", "modf", "nan_to_num", "nanargmax", "nanargmin",
-           "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar",
-           "percentile", "polyval", "ptp", "quantile", "r_", "rad2deg", "radians", "real_if_close", "rint",
-           "roll", "rollaxis", "rot90", "select", "sinc", "trapezoid", "tri", "trunc", "unstack", "unwrap",
-           "vander", "vecdot", "vecmat", "vsplit", "where"]
+           "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
+           "nanquantile", "nanstd", "nansum", "nanvar", "percentile", "polyval", "ptp", "quantile", "r_",
+           "rad2deg", "radians", "real_if_close", "rint", "roll", "rollaxis", "rot90", "select", "sinc",
+           "trapezoid", "tri", "trunc", "unstack", "unwrap", "vander", "vecdot", "vecmat", "vsplit", "where"]
 
 
 def _traced(*values):
@@ -968,8 +969,9 @@ def _keep_dims(out, a_shape, axes, q_ndim):
     return reshape(out, shape[:q_ndim] + tuple(1 if k in axes else n for k, n in enumerate(a_shape)))
 
 
-def _quantile(name, a, q, axis, keepdims, method, dtype):
-    """Linear interpolation between the sorted values at (n - 1) * q, as NumPy's method='linear'."""
+def _quantile(name, a, q, axis, keepdims, method, dtype, skip_nan=False):
+    """Linear interpolation between the sorted values at (n - 1) * q, as NumPy's method='linear' (n: the
+    slice's size, or with `skip_nan` its count of values that are not NaN, which sort last)."""
     if method != "linear":
         raise user_error(NotImplementedError, name, f"only method='linear' is supported for Tensors, got "
                          f"{method!r}", a)
@@ -986,15 +988,26 @@ def _quantile(name, a, q, axis, keepdims, method, dtype):
         raise user_error(IndexError, name, "cannot compute a quantile of an empty slice", a)
     if a.dtype.kind not in "f":
         flat = astype(flat, np.float64)
-    ordered = moveaxis(sort(flat, axis=-1), -1, 0)
-    where_ = (n - 1) * q.reshape(-1)
-    lo = np.floor(where_).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    t = (where_ - lo).reshape((-1,) + (1,) * (len(_shape(ordered)) - 1))
-    below, above = take(ordered, lo, axis=0), take(ordered, hi, axis=0)
+    ordered = sort(flat, axis=-1)
+    if skip_nan:  # the positions differ from slice to slice: gathered along the last axis
+        count = sum_(astype(logical_not(isnan(flat)), np.float64), axis=-1, keepdims=True)
+        position = (count - 1) * q.reshape(-1)
+        lo = floor(position)
+        t = position - lo
+        hi = _where(lo + 1 > count - 1, count - 1, lo + 1)
+        below, above = (take_along_axis(ordered, astype(clip(k, 0, n - 1), np.int64), -1) for k in (lo, hi))
+    else:
+        position = (n - 1) * q.reshape(-1)
+        lo = np.floor(position).astype(np.int64)
+        t = position - lo
+        below, above = take(ordered, lo, axis=-1), take(ordered, np.minimum(lo + 1, n - 1), axis=-1)
     step = above - below
     out = _where(t >= 0.5, above - step * (1 - t), below + step * t)  # NumPy's _lerp, rounding alike
-    out = _where(sum_(astype(isnan(flat), np.int64), axis=-1) > 0, np.nan, out)  # any NaN: NaN, as NumPy
+    if skip_nan:
+        out = _where(count == 0, np.nan, out)  # an all-NaN slice: NaN, as NumPy (which warns)
+    else:
+        out = _where(sum_(astype(isnan(flat), np.int64), axis=-1, keepdims=True) > 0, np.nan, out)  # as NumPy
+    out = moveaxis(out, -1, 0)
     out = _as(reshape(out, q.shape + tuple(_shape(out))[1:]), dtype)
     return _keep_dims(out, tuple(_shape(a)), axes, q.ndim) if keepdims else out
 
@@ -1625,3 +1638,63 @@ def modf(x):
     x = _as(x, dtype)
     whole = trunc(x)
     return _where(isinf(x), 0.0, x - whole), whole
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+                weights=None):
+    """`np.nanquantile` with method='linear': `quantile` of the values that are not NaN (NaN for a slice
+    of NaNs only); NaNs take no gradient.
+
+    >>> nanquantile(np.array([1.0, np.nan, 2.0, 4.0]), 0.5)
+    np.float64(2.0)
+    """
+    if not _traced(a):
+        return _numpy("nanquantile", a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
+    _no_out("nanquantile", out, a)
+    if weights is not None:
+        raise user_error(NotImplementedError, "nanquantile", "weights= is not supported for Tensors", a)
+    want = _probe("nanquantile", a, q, axis, method="linear", keepdims=keepdims).dtype
+    return _quantile("nanquantile", a, q, axis, keepdims, method, want, skip_nan=True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+                  weights=None):
+    """`np.nanpercentile`: `nanquantile` at q / 100.
+
+    >>> nanpercentile(np.array([1.0, np.nan, 2.0, 4.0]), 50)
+    np.float64(2.0)
+    """
+    if not _traced(a):
+        return _numpy("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
+    _no_out("nanpercentile", out, a)
+    if weights is not None:
+        raise user_error(NotImplementedError, "nanpercentile", "weights= is not supported for Tensors", a)
+    want = _probe("nanpercentile", a, q, axis, method="linear", keepdims=keepdims).dtype
+    return _quantile("nanpercentile", a, np.true_divide(q, 100), axis, keepdims, method, want, skip_nan=True)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """`np.nanmedian`: the median of the values that are not NaN (the mean of the two middle ones for an
+    even count; NaN for a slice of NaNs only); NaNs take no gradient.
+
+    >>> float(nanmedian(np.array([3.0, np.nan, 1.0, 4.0, 2.0])))
+    2.5
+    """
+    if not _traced(a):
+        return _numpy("nanmedian", a, axis, out, overwrite_input, keepdims)
+    _no_out("nanmedian", out, a)
+    a = as_array(a, "nanmedian")
+    want = _probe("nanmedian", a, axis, keepdims=keepdims).dtype
+    if a.dtype.kind not in "fc":
+        return median(a, axis, keepdims=keepdims)
+    flat, axes = _along_last(a, axis, "nanmedian")
+    n = _shape(flat)[-1]
+    if n == 0:
+        return mean(a, axis=axis, keepdims=keepdims)
+    ordered = sort(flat, axis=-1)
+    count = sum_(astype(logical_not(isnan(flat)), np.int64), axis=-1, keepdims=True)
+    middle = (floor_divide(count - 1, 2), floor_divide(count, 2))
+    low, high = (take_along_axis(ordered, clip(k, 0, n - 1), -1) for k in middle)
+    out = _where(count == 0, np.nan, _where(mod(count, 2) == 1, high, (low + high) / 2))
+    out = _as(getitem(out, (Ellipsis, 0)), want)
+    return _keep_dims(out, tuple(_shape(a)), axes, 0) if keepdims else out
