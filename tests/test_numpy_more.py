@@ -122,6 +122,10 @@ CASES = {  # name -> (function of dagrad.numpy or numpy, arguments); differentia
     "insert": (lambda m, x, y: m.insert(x, 1, y[0], axis=0), (A, B)),
     "insert many": (lambda m, x, y: m.insert(x, [3, 0, 3], y[:, :3], axis=1), (A, B)),
     "insert flat": (lambda m, x, y: m.insert(x, 2, y[0, :2]), (A, B)),
+    "convolve": (lambda m, x, y: m.convolve(x[0], y[1, :3]), (A, B)),
+    "convolve same": (lambda m, x, y: m.convolve(x[0, :2], y[1], "same"), (A, B)),
+    "correlate": (lambda m, x, y: m.correlate(x[0], y[1, :2]), (A, B)),
+    "correlate full": (lambda m, x, y: m.correlate(x[0, :3], y[1], "full"), (A, B)),
     "interp": (lambda m, x, f: m.interp(x[0] * 3, np.linspace(-2, 2, 4), f[0, :4]), (A, B)),
     "interp left right": (lambda m, x, f: m.interp(x[:2] * 3, [-1.0, 0.0, 1.5], f[0, :3], left=0.5, right=x[3, 0]),
                           (A, B)),
@@ -274,6 +278,8 @@ COMPLEX_CASES = {  # the functions above where NumPy takes complex input: values
     "interp": lambda m, z: m.interp(np.linspace(-1, 5, 7), np.arange(5.0), z[0]),
     "polyval": lambda m, z: m.polyval(z[0], z[1]),
     "vander": lambda m, z: m.vander(z[0], 3),
+    "convolve": lambda m, z: m.convolve(z[0], z[1, :3], "same"),
+    "correlate": lambda m, z: m.correlate(z[0, :2], z[1], "full"),
     "cumulative_sum": lambda m, z: m.cumulative_sum(z, axis=0, include_initial=True),
     "cumulative_prod": lambda m, z: m.cumulative_prod(z, axis=1),
     "nancumsum": lambda m, z: m.nancumsum(z),
@@ -473,3 +479,18 @@ VMAPPED = {  # under vmap: the same as a loop over the examples (value-dependent
 def test_vmap_is_a_loop(name):
     f, xs = VMAPPED[name], RNG.normal(size=(3, 4, 5))
     np.testing.assert_allclose(dg.vmap(f)(xs), np.stack([np.asarray(f(x)) for x in xs]), rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+def test_convolve_and_correlate_every_mode_and_length(name):
+    rng = np.random.default_rng(5)
+    for n in range(1, 6):
+        for m in range(1, 6):
+            a, v = rng.normal(size=n) + 1j * rng.normal(size=n), rng.normal(size=m)
+            for mode in ("full", "same", "valid"):
+                got = getattr(dnp, name)(dg.tensor(a), dg.tensor(v), mode)
+                want = getattr(np, name)(a, v, mode)
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-13, atol=1e-15)
+                assert got.dtype == want.dtype
+    with pytest.raises(ValueError, match=rf"{name}: v cannot be empty.*test_numpy_more\.py"):
+        getattr(dnp, name)(dg.tensor(A[0]), np.zeros(0))

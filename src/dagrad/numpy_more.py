@@ -66,15 +66,16 @@ from .ops.shape import (
 )
 
 __all__ = ["all", "any", "append", "around", "array_split", "average", "block", "broadcast_arrays", "c_",
-           "cbrt", "corrcoef", "cov", "cross", "cumprod", "cumulative_prod", "cumulative_sum", "deg2rad",
-           "degrees", "delete", "diagflat", "diff", "divmod", "dsplit", "ediff1d", "fabs", "fix", "fliplr",
-           "flipud", "float_power", "floor_divide", "fmod", "gradient", "heaviside", "hsplit", "insert",
-           "interp", "isinf", "isneginf", "isposinf", "kron", "linspace", "logical_xor", "make_diagonal",
-           "matrix_transpose", "matvec", "median", "meshgrid", "modf", "nan_to_num", "nanargmax", "nanargmin",
-           "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
-           "nanquantile", "nanstd", "nansum", "nanvar", "percentile", "polyval", "ptp", "quantile", "r_",
-           "rad2deg", "radians", "real_if_close", "rint", "roll", "rollaxis", "rot90", "select", "sinc",
-           "trapezoid", "tri", "trunc", "unstack", "unwrap", "vander", "vecdot", "vecmat", "vsplit", "where"]
+           "cbrt", "convolve", "corrcoef", "correlate", "cov", "cross", "cumprod", "cumulative_prod",
+           "cumulative_sum", "deg2rad", "degrees", "delete", "diagflat", "diff", "divmod", "dsplit",
+           "ediff1d", "fabs", "fix", "fliplr", "flipud", "float_power", "floor_divide", "fmod", "gradient",
+           "heaviside", "hsplit", "insert", "interp", "isinf", "isneginf", "isposinf", "kron", "linspace",
+           "logical_xor", "make_diagonal", "matrix_transpose", "matvec", "median", "meshgrid", "modf",
+           "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
+           "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar",
+           "percentile", "polyval", "ptp", "quantile", "r_", "rad2deg", "radians", "real_if_close", "rint",
+           "roll", "rollaxis", "rot90", "select", "sinc", "trapezoid", "tri", "trunc", "unstack", "unwrap",
+           "vander", "vecdot", "vecmat", "vsplit", "where"]
 
 
 def _traced(*values):
@@ -1698,3 +1699,59 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     out = _where(count == 0, np.nan, _where(mod(count, 2) == 1, high, (low + high) / 2))
     out = _as(getitem(out, (Ellipsis, 0)), want)
     return _keep_dims(out, tuple(_shape(a)), axes, 0) if keepdims else out
+
+
+# -- 1-D convolution and correlation
+def _correlation(name, a, v, mode, conjugate, reverse):
+    """The full correlation c[j] = sum_n a[n + j - (M - 1)] * v[n] (zeros outside a; v conjugated and/or
+    reversed first), cut to NumPy's `mode` as NumPy cuts it."""
+    if mode not in ("full", "same", "valid"):
+        raise user_error(ValueError, name, f"mode must be one of 'full', 'same' or 'valid', got {mode!r}", a, v)
+    a, v = (as_array(x, name) for x in (a, v))
+    a, v = (reshape(x, (1,)) if not _shape(x) else x for x in (a, v))
+    if len(_shape(a)) != 1 or len(_shape(v)) != 1:
+        raise user_error(ValueError, name, "object too deep for desired array", a, v)
+    n, m = _shape(a)[0], _shape(v)[0]
+    if n == 0 or m == 0:
+        raise user_error(ValueError, name, f"{'a' if n == 0 else 'v'} cannot be empty", a, v)
+    dtype = _probe(name, a, v).dtype  # NumPy's result dtype (its own check on one-element stand-ins)
+    a, v = _as(a, dtype), _as(v, dtype)
+    if conjugate and dtype.kind == "c":
+        v = conj(v)
+    if reverse:
+        v = flip(v, 0)
+    zeros = np.zeros(m - 1, dtype)
+    padded = concatenate([zeros, a, zeros]) if m > 1 else a
+    windows = take(padded, np.arange(n + m - 1)[:, None] + np.arange(m))  # row j: padded[j : j + m]
+    full = matmul(windows, v)
+    short, long = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return getitem(full, slice(short - 1, long))
+    start = (short - 1) // 2 if reverse or n >= m else short - 1 - (short - 1) // 2
+    return getitem(full, slice(start, start + long))
+
+
+def convolve(a, v, mode="full"):
+    """`np.convolve`: the discrete convolution of two 1-D arrays ('full', 'same' or 'valid'), differentiable
+    in both.
+
+    >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
+    array([0. , 1. , 2.5, 4. , 1.5])
+    """
+    if not _traced(a, v):
+        return _numpy("convolve", a, v, mode)
+    return _correlation("convolve", a, v, mode, conjugate=False, reverse=True)
+
+
+def correlate(a, v, mode="valid"):
+    """`np.correlate`: the cross-correlation sum_n a[n + k] * conj(v[n]) of two 1-D arrays ('valid',
+    'same' or 'full'), differentiable in both.
+
+    >>> correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
+    array([3.5])
+    """
+    if not _traced(a, v):
+        return _numpy("correlate", a, v, mode)
+    return _correlation("correlate", a, v, mode, conjugate=True, reverse=False)
