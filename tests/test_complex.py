@@ -360,3 +360,13 @@ def test_every_op_table_row_on_complex_inputs(case):
                         (reference,)):
             np.testing.assert_allclose(np.asarray(o), np.asarray(r), rtol=1e-10, atol=1e-12)
     assert dg.gradcheck(case.f, *zs, order=2, eps=case.eps, **case.tol)
+
+
+def test_real_if_close_decides_by_the_values_where_they_are_known():
+    z = np.array([1.0 + 1e-15j, 2.0])
+    out = dg.numpy.real_if_close(dg.tensor(z))
+    assert out.dtype == np.float64 and out.numpy().tolist() == [1.0, 2.0]
+    assert dg.numpy.real_if_close(dg.tensor(z + 1e-3j)).dtype == np.complex128
+    assert dg.grad(lambda z: dg.numpy.real_if_close(z * 1.0).sum())(z).tolist() == [1, 1]  # known under grad too
+    fast = dg.compile(lambda z: dg.numpy.real_if_close(z))  # values unknown while tracing: stays complex
+    assert fast(z).dtype == np.complex128

@@ -142,8 +142,27 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def real_if_close(a, tol=100):
-    """`np.real_if_close`: a real array is returned as it is (dagrad's values are real)."""
-    return a if _traced(a) else _numpy("real_if_close", a, tol=tol)
+    """`np.real_if_close`: the real part of a complex `a` whose imaginary parts are all within `tol`
+    (times the machine epsilon when `tol > 1`) of zero, else `a`. The choice depends on the values:
+    in a static graph or `dg.compile`, where they are not known while tracing, a complex `a` stays
+    complex.
+
+    >>> real_if_close(np.array([1.0 + 1e-15j, 2.0]))
+    array([1., 2.])
+    """
+    if not _traced(a):
+        return _numpy("real_if_close", a, tol=tol)
+    if a.dtype.kind != "c":
+        return a
+    if is_symbolic(a):  # a static graph's node: its values are not known while tracing
+        return a
+    value = a
+    while isinstance(value, Tensor):
+        value = value._value
+    if not isinstance(value, (np.ndarray, np.generic)):  # a Dask array: deciding would compute it
+        return a
+    limit = tol * np.finfo(a.dtype).eps if tol > 1 else tol
+    return real(a) if np.all(np.abs(np.imag(value)) < limit) else a
 
 
 # -- logic (no gradient)
