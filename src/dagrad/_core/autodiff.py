@@ -28,9 +28,10 @@ def _unbroadcast(ct, shape, op=None):
     """Sums a cotangent of a broadcast result back down to the input's `shape` (`op`: whose rule gave it)."""
     if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
         return sum_to(ct, shape.ref)
-    for s in (shape, _shape(ct)):
-        if has_unknown_size(s):  # Dask's nan never equals itself: which axes to sum cannot be told
-            raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", s)
+    if is_dask(ct):  # only a Dask array has unknown (nan) sizes; the check costs NumPy's path 1% of a step
+        for s in (shape, _shape(ct)):
+            if has_unknown_size(s):  # Dask's nan never equals itself: which axes to sum cannot be told
+                raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", s)
     axes = summed_axes(_shape(ct), shape)
     if axes is None:
         return broadcast_to(ct, shape)
@@ -215,7 +216,7 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         raise user_error(RuntimeError, "backward", "this tensor does not require grad and has no recorded graph "
                          "(were its inputs created with requires_grad=True, outside no_grad?)")
     shape, dtype = tensor.shape, tensor.dtype
-    if has_unknown_size(shape):
+    if is_dask(tensor._value) and has_unknown_size(shape):
         raise unknown_size_error("backward", shape)
     if grad is None:
         if None in shape or math.prod(shape) != 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import threading
 import weakref
 from sys import _getframe
@@ -348,10 +349,11 @@ class Tensor:
 
     def _check_one_element(self, where, message):
         # from the shape, before anything is computed: a Dask array of a billion elements is refused at once
-        shape = self._raw().shape
-        if has_unknown_size(shape):
+        value = self._raw()
+        shape = value.shape
+        if is_dask(value) and has_unknown_size(shape):
             raise unknown_size_error(where, shape)
-        if np.prod(shape) != 1:
+        if math.prod(shape) != 1:
             raise user_error(ValueError, where, f"{message}, got shape {tuple(shape)}", self)
 
     def tolist(self):
