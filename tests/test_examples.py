@@ -85,3 +85,31 @@ def test_spectral_loss_descends_to_the_closed_form_minimiser(capsys):
     clean = result["clean"]
     assert np.mean((result["x"] - clean) ** 2) < 0.5 * np.mean((result["y"] - clean) ** 2)
     assert "distance to the closed-form minimiser" in capsys.readouterr().out
+
+
+def test_dask_logistic_regression_trains_as_numpy_does():
+    da = pytest.importorskip("dask.array", reason="the example needs dask (the [dask] extra)")
+    example = _load("dask_logistic_regression")
+    x, y = example.make_data(rows=2_000, chunk=500)
+    losses = example.main(steps=12, data=(x, y))
+    assert isinstance(x, da.Array) and losses[-1] < 0.8 * losses[0]
+    # the same steps on the computed data in NumPy give the same losses, to rounding
+    xs, ys = x.compute(), y.compute()
+    w, b, expected = np.zeros(xs.shape[1]), 0.0, []
+    for _ in range(12):
+        p = 1 / (1 + np.exp(-(xs @ w + b)))
+        expected.append(-np.mean(ys * np.log(p) + (1 - ys) * np.log(1 - p)))
+        w, b = w - 0.5 * (xs * (p - ys)[:, None]).mean(axis=0), b - 0.5 * (p - ys).mean()
+    np.testing.assert_allclose(losses, expected, rtol=1e-10)
+
+
+def test_dask_logistic_regression_on_a_local_cluster_of_two_workers():
+    pytest.importorskip("dask.array", reason="the example needs dask (the [dask] extra)")
+    distributed = pytest.importorskip("dask.distributed", reason="the cluster needs distributed (the [dask] extra)")
+    example = _load("dask_logistic_regression")
+    data = example.make_data(rows=2_000, chunk=500)
+    local = example.main(steps=5, data=data)
+    # in-process workers keep the test fast; the scheduler and its task placement are dask.distributed's
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        on_cluster = example.main(steps=5, data=data, address=c.scheduler_address)
+    np.testing.assert_allclose(on_cluster, local, rtol=1e-12)
