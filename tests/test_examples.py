@@ -113,3 +113,31 @@ def test_dask_logistic_regression_on_a_local_cluster_of_two_workers():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c:
         on_cluster = example.main(steps=5, data=data, address=c.scheduler_address)
     np.testing.assert_allclose(on_cluster, local, rtol=1e-12)
+
+
+def test_out_of_core_gradient_equals_numpy_in_pieces_and_holds_few_chunks(capsys):
+    pytest.importorskip("dask.array", reason="the example needs dask (the [dask] extra)")
+    import tracemalloc
+
+    import dask
+
+    example = _load("out_of_core")
+    # 128 MB of data in 16 chunks of 8 MB, one task at a time (the synchronous scheduler): tracemalloc sees
+    # NumPy's buffers, so its peak shows how many chunks were alive at once (3 here; all 16 when the
+    # backward of every chunk waited for the whole forward pass)
+    x, y = example.make_data(1 / 8, chunk_mb=8)
+    w = 0.1 * example.truth()
+    value, grad = example.dg.value_and_grad(example.loss)(w, x, y)
+    tracemalloc.start()
+    try:
+        value, grad = dask.compute(value, grad, scheduler="synchronous")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert x.numblocks[0] == 16 and peak < 5 * 8 * 2**20, f"peak {peak / 2**20:.1f} MB for 8 MB chunks"
+    ref_value, ref_grad = example.gradient_in_pieces(w, 1 / 8, chunk_mb=8)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-12)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-12)
+    # the command line: the same check, and its exit status
+    assert example.main(["--gigabytes", "0.01", "--chunk-mb", "1", "--scheduler", "synchronous"]) == 0
+    assert "equals NumPy's, computed in pieces: True" in capsys.readouterr().out

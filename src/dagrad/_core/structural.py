@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .backends import is_dask
 from .batching import elementwise, lead, over_axes
 from .dtypes import accumulated, first, real_part
 from .errors import user_error
@@ -151,9 +152,16 @@ def broadcast_to(x, shape):
 reduction_shape = reduced_shape  # the shape rule of the reductions
 
 
-def _expand(g, shape, axis, keepdims):
-    """A reduced value broadcast back over the reduced axes of `shape`."""
+def _expand(g, x, axis, keepdims):
+    """A reduced value broadcast back over the reduced axes of `x`'s shape."""
+    shape = _shape(x)
     kept = reduced_shape(shape, axis, True)
+    if is_dask(x):
+        # chunks like x's, each made on its own, and a 0-d g left unreshaped, so Dask fuses g's own task
+        # (the seed, say) into every chunk: a broadcast of one shared task made Dask's ordering finish the
+        # whole forward pass before the first chunk's backward, holding every chunk of the data meanwhile
+        # (a 4 GB gradient's peak RSS was 4 GB; it is 0.3 GB)
+        return np.multiply(g if _ndim(g) == 0 else reshape(g, kept), np.ones_like(x, dtype=g.dtype))
     if _shape(g) != kept:
         g = reshape(g, kept)
     return broadcast_to(g, shape)
@@ -161,7 +169,7 @@ def _expand(g, shape, axis, keepdims):
 _sum = defop(
     "sum",
     lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
-    vjp=(lambda g, out, x, axis, keepdims: _expand(g, _shape(x), axis, keepdims),),
+    vjp=(lambda g, out, x, axis, keepdims: _expand(g, x, axis, keepdims),),
     jvp=(lambda t, out, x, axis, keepdims: sum(t, axis=axis, keepdims=keepdims),),
     shape=reduction_shape,
     fresh=True,
