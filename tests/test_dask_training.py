@@ -354,3 +354,64 @@ def test_training_on_a_local_cluster_of_two_process_workers_gives_numpys_losses(
     for lazy, eager in runs:
         assert lazy[-1] < lazy[0]
         np.testing.assert_allclose(lazy, eager, rtol=1e-10)
+
+
+PLATEAU = [dict(factor=0.5, patience=2), dict(mode="max", factor=0.3, patience=1, cooldown=2, min_lr=[0.01, 0.2]),
+           dict(threshold=0.05, threshold_mode="abs", patience=0, eps=1e-3),
+           dict(mode="max", threshold_mode="abs", threshold=0.1, patience=1)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", PLATEAU)
+def test_reduce_lr_on_plateau_matches_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    metrics = [5.0, 4.0, 4.0, 3.99, 4.1, 3.0, 3.0, 3.0, np.nan, 2.9, 2.95, 2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0] * 2
+    opt = dg.optim.SGD([{"params": [dg.tensor([1.0], requires_grad=True)]},
+                        {"params": [dg.tensor([1.0], requires_grad=True)], "lr": 0.3}], lr=1.0)
+    topt = torch.optim.SGD([{"params": [torch.zeros(1, requires_grad=True)]},
+                            {"params": [torch.zeros(1, requires_grad=True)], "lr": 0.3}], lr=1.0)
+    ours = dg.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+    theirs = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, **kwargs)
+    for epoch, metric in enumerate(metrics):
+        ours.step(dg.tensor(metric))
+        theirs.step(metric)
+        assert ours.get_last_lr() == theirs.get_last_lr(), f"epoch {epoch + 1}"
+        assert (ours.best, ours.num_bad_epochs, ours.cooldown_counter) == \
+            (theirs.best, theirs.num_bad_epochs, theirs.cooldown_counter) or np.isnan(metric)
+
+
+def test_reduce_lr_on_plateau_reads_a_dask_loss_and_restores_its_state():
+    w = dg.tensor([1.0], requires_grad=True)
+    opt = dg.optim.SGD([w], lr=1.0)
+    sched = dg.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0)
+    counting = _Counting()
+    with dask.config.set(scheduler=counting):
+        sched.step(dg.tensor(da.full(4, 2.0, chunks=2)).mean())  # a lazy loss: computed here, once
+        sched.step(dg.tensor(da.full(4, 3.0, chunks=2)).mean())
+    assert counting.calls == 2 and sched.best == 2.0 and sched.get_last_lr() == [0.5]
+    saved = sched.state_dict()
+    other = dg.optim.lr_scheduler.ReduceLROnPlateau(dg.optim.SGD([w], lr=1.0), mode="max")
+    other.load_state_dict(saved)
+    assert (other.mode, other.best, other.get_last_lr()) == ("min", 2.0, [0.5])
+    with pytest.raises(ValueError) as info:
+        other.load_state_dict(dict(saved, mode="lowest"))
+    assert "'mode'" in str(info.value) and f"{HERE}:{info.tb.tb_lineno}" in str(info.value)
+    with pytest.raises(TypeError):
+        other.load_state_dict(dict(saved, num_bad_epochs="two"))
+    assert other.mode == "min" and other.num_bad_epochs == saved["num_bad_epochs"]  # nothing changed
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(factor=1.0), "factor must be < 1"), (dict(mode="lowest"), "mode must be one of"),
+    (dict(patience=-1), "patience must be an int >= 0"), (dict(min_lr=[0.1, 0.2]), "min_lr has 2 entries"),
+    (dict(threshold_mode="relative"), "threshold_mode must be one of")])
+def test_reduce_lr_on_plateau_refuses_bad_options_naming_the_line(kwargs, message):
+    opt = dg.optim.SGD([dg.tensor([1.0], requires_grad=True)], lr=1.0)
+    with pytest.raises((TypeError, ValueError)) as info:
+        dg.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+    text = str(info.value)
+    assert text.startswith("ReduceLROnPlateau") and message in text and f"{HERE}:{info.tb.tb_lineno}" in text
+    sched = dg.optim.lr_scheduler.ReduceLROnPlateau(opt)
+    with pytest.raises(TypeError) as info:
+        sched.step(dg.tensor([1.0, 2.0]))
+    assert "one-element" in str(info.value) and sched.last_epoch == 0
