@@ -4,6 +4,8 @@ loss) with ONE `dask.compute`, and the losses equal the NumPy run's, also on a t
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
 import threading
 
 import numpy as np
@@ -415,3 +417,16 @@ def test_reduce_lr_on_plateau_refuses_bad_options_naming_the_line(kwargs, messag
     with pytest.raises(TypeError) as info:
         sched.step(dg.tensor([1.0, 2.0]))
     assert "one-element" in str(info.value) and sched.last_epoch == 0
+
+
+def test_the_examples_optim_path_gives_the_same_losses_with_one_compute_per_step():
+    path = pathlib.Path(__file__).parent.parent / "examples" / "dask_logistic_regression.py"
+    spec = importlib.util.spec_from_file_location("dask_logistic_regression", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    data = example.make_data(rows=2_000, chunk=500)
+    counting = _Counting()
+    with dask.config.set(scheduler=counting):
+        with_optim = example.main(steps=8, data=data, optim=True)
+    assert counting.calls == 8
+    np.testing.assert_allclose(with_optim, example.main(steps=8, data=data), rtol=1e-10)
