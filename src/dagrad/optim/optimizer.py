@@ -296,6 +296,9 @@ class Optimizer:
 
         All or nothing: every `.grad` is checked (None, or a Tensor of the parameter's shape and dtype)
         before anything changes. Each update writes the parameter's own array and bumps its version.
+        Gradients held as Dask arrays (over Dask data) are computed together, with the closure's loss if it
+        is lazy, by ONE `dask.compute`; the `.grad`s then hold NumPy arrays and the loss is returned as a
+        Tensor of its value (docs/backends.md).
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
