@@ -68,3 +68,21 @@ def unknown_size_error(where, shape):
     """The error for an operation (`where`) that needs a Dask array's `shape`, whose chunk sizes are unknown."""
     return user_error(ValueError, where, f"needs the shape of a Dask array whose chunk sizes are unknown "
                       f"(shape {tuple(shape)}); call .compute_chunk_sizes() on it first")
+
+
+def compute_together(values):
+    """`values` with every Dask array among them computed by ONE `dask.compute` (the chunks they share are
+    read once; on a cluster, one round trip), each result a NumPy array (a 0-d one for a scalar); the other
+    values as they are. Dask is not imported here: a Dask value means the user's code imported it.
+
+    >>> compute_together([np.ones(2), 3.0])
+    [array([1., 1.]), 3.0]
+    """
+    lazy = [i for i, v in enumerate(values) if is_dask(v)]
+    if not lazy:
+        return list(values)
+    computed = sys.modules["dask"].compute(*(values[i] for i in lazy))
+    out = list(values)
+    for i, value in zip(lazy, computed):
+        out[i] = np.asarray(value)
+    return out

@@ -2,13 +2,15 @@
 
 Both functions change the `.grad` of the parameters in place (an in-place write of each gradient tensor's own
 array, which bumps its version counter) and skip parameters without a gradient. Everything is checked before the
-first gradient is written.
+first gradient is written. Gradients held as Dask arrays (over Dask data) are clipped lazily: each `.grad` gets the
+clipped Dask array, computed with the others by the optimizer's one `dask.compute` at `step()` (docs/backends.md).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._core.backends import as_dtype, compute_together, is_dask
 from .._core.errors import user_error
 from .._core.tensor import Tensor, mark_written
 from . import functional as F
@@ -60,6 +62,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = _gradients(parameters, where)
     if not grads:
         return Tensor(np.zeros(()))
+    if any(is_dask(a) for _, a in grads):
+        if not error_if_nonfinite:
+            return _clip_lazily(grads, max_norm, norm_type)
+        # the check needs the norm's value: compute it from the gradients, all in one compute
+        grads = _computed(grads)
     total = _norm(np.array([_norm(a, norm_type) for _, a in grads]), norm_type)
     if error_if_nonfinite and not np.isfinite(total):
         raise user_error(RuntimeError, where, f"the total norm of order {norm_type} of the gradients is non-finite "
@@ -73,6 +80,27 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                 a *= coef
                 mark_written(g)
     return Tensor(np.asarray(total))
+
+
+def _computed(grads):
+    """The gradients with their Dask arrays computed by one `dask.compute` (each `.grad` then holds its values)."""
+    arrays = compute_together([a for _, a in grads])
+    for (g, _), a in zip(grads, arrays):
+        g._value = a
+    return [(g, a) for (g, _), a in zip(grads, arrays)]
+
+
+def _clip_lazily(grads, max_norm, norm_type):
+    """clip_grad_norm_ on gradients of which some are Dask arrays, computing nothing: every `.grad` becomes its
+    gradient times min(coef, 1) (a Dask array; times 1 is exact, so unclipped gradients keep their values), as
+    PyTorch multiplies without reading the norm; returns the total norm as a lazy 0-d Tensor."""
+    total = _norm(np.stack([_norm(a, norm_type) for _, a in grads]), norm_type)
+    dtype = total.dtype.type
+    scale = np.minimum(dtype(max_norm) / (total + dtype(1e-6)), dtype(1))  # NaN stays NaN, as PyTorch's
+    for g, a in grads:
+        g._value = as_dtype(a * scale, a.dtype)  # in place, a float32 gradient would stay float32
+        mark_written(g)
+    return Tensor(total)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
@@ -89,5 +117,8 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     F._non_negative(clip_value, "clip_value", "clip_grad_value_")
     grads = _gradients(parameters, "clip_grad_value_")
     for g, a in grads:
-        np.clip(a, -clip_value, clip_value, out=a)
+        if is_dask(a):  # lazy: a new Dask array (Dask arrays are never written in place)
+            g._value = np.clip(a, -clip_value, clip_value)
+        else:
+            np.clip(a, -clip_value, clip_value, out=a)
         mark_written(g)

@@ -1,4 +1,4 @@
-"""Learning-rate schedulers: `StepLR` and `CosineAnnealingLR`, with PyTorch's formulas."""
+"""Learning-rate schedulers: `StepLR`, `CosineAnnealingLR` and `ReduceLROnPlateau`, with PyTorch's formulas."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import numpy as np
 from .._core.errors import user_error
 from .optimizer import Optimizer, _nonnegative, _real
 
-__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR"]
+__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "ReduceLROnPlateau"]
 
 
-_COUNTS = ("last_epoch", "_step_count", "step_size")  # the entries that are integers (others: any real number)
+# the entries that are integers (others: any real number)
+_COUNTS = ("last_epoch", "_step_count", "step_size", "patience", "cooldown", "cooldown_counter", "num_bad_epochs")
 
 
 def _is_real(value):
@@ -196,3 +197,113 @@ class CosineAnnealingLR(LRScheduler):
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (group["lr"] - self.eta_min)
                 + self.eta_min for group in groups]
+
+
+_CHOICES = {"mode": ("min", "max"), "threshold_mode": ("rel", "abs")}
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiplies each group's rate by `factor` (down to `min_lr`) once the metric given to `step(metric)` has not
+    improved for more than `patience` epochs (PyTorch's ReduceLROnPlateau: `mode` "min" or "max", improvement
+    by `threshold`, relative or absolute, `cooldown` epochs of rest after a reduction, changes below `eps` ignored).
+
+    `step(metric)` reads the metric's value with `float()`: a Tensor holding a Dask array is computed then. The
+    loss that `opt.step(closure)` returns is already in memory (docs/backends.md), so passing it costs nothing.
+
+    >>> import dagrad as dg
+    >>> w = dg.tensor([1.0], requires_grad=True)
+    >>> opt = dg.optim.SGD([w], lr=1.0)
+    >>> sched = dg.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+    >>> for loss in [3.0, 2.0, 2.0, 2.0, 2.0, 2.0]:
+    ...     sched.step(loss)
+    >>> sched.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
+                 cooldown=0, min_lr=0.0, eps=1e-8):
+        op = "ReduceLROnPlateau"
+        if not isinstance(optimizer, Optimizer):
+            raise user_error(TypeError, op, f"{type(optimizer).__name__} is not a dg.optim Optimizer")
+        for key, value in (("mode", mode), ("threshold_mode", threshold_mode)):
+            if value not in _CHOICES[key]:
+                raise user_error(ValueError, op, f"{key} must be one of {_CHOICES[key]}, got {value!r}")
+        if _nonnegative(op, "factor", factor) >= 1:
+            raise user_error(ValueError, op, f"factor must be < 1 (it multiplies the rate), got {factor}")
+        for key, value in (("patience", patience), ("cooldown", cooldown)):
+            if not _is_int(value) or value < 0:
+                raise user_error(ValueError, op, f"{key} must be an int >= 0, got {value!r}")
+        _real(op, "threshold", threshold)
+        _nonnegative(op, "eps", eps)
+        groups = optimizer.param_groups
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(groups):
+                raise user_error(ValueError, op, f"min_lr has {len(min_lr)} entries, the optimizer {len(groups)} "
+                                 "parameter group(s)")
+            min_lrs = [_nonnegative(op, "min_lr", v) for v in min_lr]
+        else:
+            min_lrs = [_nonnegative(op, "min_lr", min_lr)] * len(groups)
+        # checked: from here on nothing raises
+        self.optimizer = optimizer
+        self.mode, self.threshold_mode = mode, threshold_mode
+        self.factor, self.patience, self.threshold, self.cooldown, self.eps = factor, patience, threshold, cooldown, eps
+        self.min_lrs = min_lrs
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = self.last_epoch = 0
+        self._last_lr = [group["lr"] for group in groups]
+
+    def _is_better(self, value):
+        relative = self.threshold_mode == "rel"
+        if self.mode == "min":
+            return value < (self.best * (1 - self.threshold) if relative else self.best - self.threshold)
+        return value > (self.best * (self.threshold + 1) if relative else self.best + self.threshold)
+
+    def step(self, metrics):
+        """Counts an epoch with the metric `metrics` (a number or a one-element Tensor, computed if lazy) and
+        reduces the rates after more than `patience` epochs without improvement."""
+        try:
+            current = float(metrics)
+        except (TypeError, ValueError) as e:
+            raise user_error(TypeError, "ReduceLROnPlateau.step", f"the metric must be a number or a one-element "
+                             f"Tensor, got {type(metrics).__name__}: {e}") from None
+        self.last_epoch += 1
+        if self._is_better(current):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs):
+                old = float(group["lr"])
+                new = max(old * self.factor, min_lr)
+                if old - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def load_state_dict(self, state_dict):
+        """Restores a `state_dict()`, checked as the other schedulers' (the modes among their choices, `best` a
+        number or +-inf) before any entry is set."""
+        op = "ReduceLROnPlateau.load_state_dict"
+        if isinstance(state_dict, dict):
+            for key, choices in _CHOICES.items():
+                if key in state_dict and state_dict[key] not in choices:
+                    raise user_error(ValueError, op, f"entry {key!r} must be one of {choices}, got "
+                                     f"{state_dict[key]!r}")
+            best = state_dict.get("best", 0.0)
+            best = best.item() if isinstance(best, (np.ndarray, np.generic)) else best
+            if not (_is_real(best) or best in (math.inf, -math.inf)):
+                raise user_error(TypeError, op, f"entry 'best' must be a number, got {best!r}")
+            rest = {k: v for k, v in state_dict.items() if k not in _CHOICES and k != "best"}
+            saved = {k: self.__dict__[k] for k in (*_CHOICES, "best")}
+            try:
+                self.__dict__.update({k: state_dict[k] for k in (*_CHOICES, "best") if k in state_dict})
+                self.best = float(best) if "best" in state_dict else self.best
+                super().load_state_dict(rest)
+            except BaseException:
+                self.__dict__.update(saved)
+                raise
+            return
+        super().load_state_dict(state_dict)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as np
 
 from .. import numpy as dnp
+from .._core.backends import compute_together, is_dask
 from .._core.errors import user_error
 from .._core.ir import Symbol, atomic, shown, walk
 from .._core.tensor import Tensor, enable_grad, mark_written
@@ -225,6 +227,10 @@ class Optimizer:
                              "requires_grad=True)", p)
         if p._level:
             raise user_error(ValueError, op, "can't optimize a value traced by a transform", p)
+        if is_dask(p._value):
+            raise user_error(TypeError, op, f"a parameter of shape {tuple(p.shape)} is a Dask array: parameters must "
+                             f"fit in memory and are updated in place, so hold them as NumPy arrays (the data can be "
+                             f"Dask arrays: the gradients over it are computed at each step)", p)
 
     def _check_options(self, group, op):
         """Checks a group's options (PyTorch's ranges; finite numbers, booleans), naming `op`."""
@@ -290,6 +296,9 @@ class Optimizer:
 
         All or nothing: every `.grad` is checked (None, or a Tensor of the parameter's shape and dtype)
         before anything changes. Each update writes the parameter's own array and bumps its version.
+        Gradients held as Dask arrays (over Dask data) are computed together, with the closure's loss if it
+        is lazy, by ONE `dask.compute`; the `.grad`s then hold NumPy arrays and the loss is returned as a
+        Tensor of its value (docs/backends.md).
 
         >>> import dagrad as dg
         >>> w = dg.tensor([1.0, -2.0], requires_grad=True)
@@ -336,6 +345,8 @@ class Optimizer:
                         if type(entry) is np.ndarray and entry.shape != value.shape:
                             raise self._bad_grad(p, grad, entry)
                 todo.append((p, value, g, group, fast, state))
+        if "dask.array" in sys.modules:  # (never true for NumPy-only users: their step costs nothing more)
+            todo, loss = self._computed(todo, loss)
         for p, value, g, group, fast, state in todo:
             if fast is not None:
                 fast(value, g)
@@ -355,6 +366,25 @@ class Optimizer:
                 else:
                     state[key] = new
         return loss
+
+    def _computed(self, todo, loss):
+        """`todo` and the closure's loss with the Dask gradients (and a Dask loss) computed by ONE
+        `dask.compute` (the data's chunks are read once, not once per parameter); each `.grad` then holds its
+        NumPy array, and the loss is returned as a new Tensor of its value. Checked before anything is written:
+        a result of another shape or dtype than Dask announced raises."""
+        lazy_loss = isinstance(loss, Tensor) and not loss._symbolic and is_dask(loss._raw())
+        if not lazy_loss and not any(is_dask(g) for _, _, g, *_ in todo):
+            return todo, loss
+        values = compute_together([g for _, _, g, *_ in todo] + [loss._raw() if lazy_loss else None])
+        for (p, value, _, *_), g in zip(todo, values):
+            if g.shape != value.shape or g.dtype != value.dtype:
+                raise user_error(RuntimeError, f"{type(self).__name__}.step", f"Dask computed a gradient of shape "
+                                 f"{g.shape} and dtype {g.dtype} for a parameter of shape {value.shape} and dtype "
+                                 f"{value.dtype}; nothing was updated", p)
+        for (p, *_), g in zip(todo, values):
+            p._grad._value = g  # the same values, now in memory: p.grad reads them without another compute
+        todo = [(p, value, g, *rest) for (p, value, _, *rest), g in zip(todo, values)]
+        return todo, (Tensor(values[-1]) if lazy_loss else loss)
 
     def _traced_step(self, graph):
         """step() inside a function dg.compile traces (PyTorch's training step under torch.compile): the
