@@ -578,7 +578,7 @@ def take_along_axis(x, indices, axis):
            [30.]])
     """
     shape = _shape(x)
-    index = indices if isinstance(indices, Tensor) else np.asarray(normalize_index(indices))
+    index = indices if isinstance(indices, Tensor) or is_dask(indices) else np.asarray(normalize_index(indices))
     if _dtype(index).kind not in "iu" or len(_shape(index)) != len(shape):
         raise user_error(ValueError if _dtype(index).kind in "iu" else IndexError, "take_along_axis",
                          f"indices must be integers with as many dimensions as x ({len(shape)}), got shape "
