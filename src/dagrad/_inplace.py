@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.backends import is_dask
 from ._core.errors import user_error
 from ._core.ir import graph_state
 from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq
@@ -65,6 +66,11 @@ def _store(t, result, name):
 
 def in_place(t, name, compute, *others):
     """`t` with the values compute(t, *others) written into it, under PyTorch's rules; returns `t`."""
+    if is_dask(t._value) or any(is_dask(o._value if isinstance(o, Tensor) else o) for o in others):
+        # writing would compute the lazy values (into a NumPy tensor) or replace a Dask tensor's array
+        raise user_error(TypeError, name, "cannot write a Dask array in place (nothing is computed implicitly): use "
+                         "the out-of-place form (x = x + y, or x = dg.setitem(x, index, v) for x[index] = v)", t,
+                         *others)
     if t._level or t._symbolic:
         raise user_error(TypeError, name, "a static graph's node or a value traced by a transform cannot change in "
                          "place: use the out-of-place form (x = x + y, or dg.setitem(x, index, v) for x[index] = v)",

@@ -22,8 +22,10 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .._core import dask_ops
+from .._core.backends import is_dask
 from .._core.dtypes import first
-from .._core.errors import user_error
+from .._core.errors import caller_line, user_error
 from .._core.op import Op, apply
 from .._core.shapes import dtype_of, normalize_axis_index, shape_of
 from .._core.tensor import Batched, Tensor, is_symbolic, mark_written
@@ -646,6 +648,12 @@ def _class_targets(target, n_classes, where, ignore_index=None):
             raise user_error(TypeError, where, f"class-index targets must be integers, got dtype {dtype_of(target)}",
                              target)
         return None, None
+    raw = target._value if type(target) is Tensor else target
+    if is_dask(raw):  # the check needs the values: made part of the Dask graph, it runs as the labels are computed
+        if raw.dtype.kind not in "iu":
+            raise user_error(TypeError, where, f"class-index targets must be integers, got dtype {raw.dtype}", raw)
+        # whether any label is ignore_index is not known either: the general form handles both cases
+        return dask_ops.checked_labels(raw, n_classes, ignore_index, where, caller_line()), True
     t = _values(target)
     if t.dtype.kind not in "iu":
         raise user_error(TypeError, where, f"class-index targets must be integers, got dtype {t.dtype}", t)

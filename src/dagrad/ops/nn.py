@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from .._core.dtypes import accumulated, first, of_ufunc, promoted
-from .._core import batching
+from .._core import batching, dask_ops
+from .._core.backends import is_dask
 from .._core.op import Op, apply, batch_broadcast, batch_loop, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
 from .._core.shapes import ndim_of as _ndim_of
@@ -188,6 +189,8 @@ def linear(x, weight, bias=None):
 # index, negate, mean) would be a dozen, and a training step of small layers spends more time
 # walking nodes than computing.
 def _nll_forward(logp, target, reduction):
+    if (type(logp) is not np.ndarray or type(target) is not np.ndarray) and (is_dask(logp) or is_dask(target)):
+        return dask_ops.nll(logp, target, reduction)
     loss = -logp[np.arange(len(target)), target]
     if reduction == "none":
         return loss

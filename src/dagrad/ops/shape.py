@@ -8,7 +8,8 @@ import numpy as np
 
 from .._core.dtypes import first, promoted
 from .._core.op import apply, batch_broadcast, batch_loop, defop, public
-from .._core import batching
+from .._core import batching, dask_ops
+from .._core.backends import is_dask
 from .._core.errors import user_error
 from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
@@ -183,20 +184,27 @@ def _index_add_batch(op, values, batched, attrs):
 
 
 def _index_add_forward(g, *source, index, shape):
-    lazy = hasattr(g, "map_blocks")  # a Dask cotangent: zeros of its type, written lazily (a NumPy out would compute g)
-    out = np.zeros(runtime_shape(shape, source), _dtype(g), like=g if lazy else None)
+    if type(g) is not np.ndarray and is_dask(g):  # zeros of its type, written lazily (a NumPy out would compute g)
+        return dask_ops.index_add(g, index, runtime_shape(shape, source))
+    out = np.zeros(runtime_shape(shape, source), _dtype(g))
     if _is_basic(index):
         out[index] = g  # basic indices select each element at most once
-    elif lazy:
-        raise TypeError(f"a scatter-add at integer indices (np.add.at) has no lazy form for {type(g).__name__}")
     else:
         np.add.at(out, index, g)  # repeated integer indices add up
     return out
 
 
+def _getitem_forward(x, index):
+    if type(x) is np.ndarray:
+        return x[index]
+    if is_dask(x):  # Dask indexes orthogonally where NumPy broadcasts: NumPy's semantics by dask_ops
+        return dask_ops.getitem(x, index)
+    return np.asarray(x)[index] if not hasattr(x, "__getitem__") else x[index]
+
+
 _getitem = defop(
     "getitem",
-    lambda x, index: np.asarray(x)[index] if not hasattr(x, "__getitem__") else x[index],
+    _getitem_forward,
     vjp=(lambda g, out, x, index: index_add(g, index, _shape(x)),),
     jvp=(lambda t, out, x, index: getitem(t, index),),
     shape=_index_shape,
@@ -219,6 +227,8 @@ _index_add = defop(
 
 
 def _setitem_forward(x, v, index):
+    if is_dask(x) or is_dask(v):
+        return dask_ops.setitem(x, v, index)
     out = np.array(x)  # a copy, of x's dtype
     out[index] = v
     return out
@@ -249,7 +259,6 @@ _setitem = defop(
     fresh=True,
     dtype=first,
     boxed_index=True,  # batched by running once per example
-    numpy_only=True,  # a write into a new NumPy array: a Dask value is refused rather than loaded
 )
 
 
@@ -270,6 +279,8 @@ def _gather_shape(x, indices, axis):
 
 
 def _scatter_add_forward(g, indices, *source, axis, shape):
+    if is_dask(g) or is_dask(indices):
+        return dask_ops.index_add(g, (slice(None),) * axis + (indices,), runtime_shape(shape, source))
     out = np.zeros(runtime_shape(shape, source), _dtype(g))
     np.add.at(out, (slice(None),) * axis + (indices,), g)  # repeated indices add up
     return out
@@ -317,7 +328,8 @@ def _scatter_add_batch(op, values, batched, attrs):
 
 _gather = defop(
     "gather",
-    lambda x, indices, axis: np.take(x, indices, axis=axis),
+    lambda x, indices, axis: (dask_ops.getitem(x, (slice(None),) * axis + (indices,)) if is_dask(x)
+                              else np.take(x, indices, axis=axis)),
     vjp=(lambda g, out, x, indices, axis: scatter_add(g, indices, axis, _shape(x)), None),
     jvp=(lambda t, out, x, indices, axis: apply(_gather, (t, indices), {"axis": axis}), None),
     shape=_gather_shape,
@@ -566,7 +578,7 @@ def take_along_axis(x, indices, axis):
            [30.]])
     """
     shape = _shape(x)
-    index = indices if isinstance(indices, Tensor) else np.asarray(normalize_index(indices))
+    index = indices if isinstance(indices, Tensor) or is_dask(indices) else np.asarray(normalize_index(indices))
     if _dtype(index).kind not in "iu" or len(_shape(index)) != len(shape):
         raise user_error(ValueError if _dtype(index).kind in "iu" else IndexError, "take_along_axis",
                          f"indices must be integers with as many dimensions as x ({len(shape)}), got shape "
@@ -581,6 +593,8 @@ def _along_shape(x, indices, axis):
 
 
 def _scatter_along_forward(g, indices, *source, axis, shape):
+    if is_dask(g) or is_dask(indices):
+        return dask_ops.scatter_along_axis(g, indices, axis, runtime_shape(shape, source))
     out = np.zeros(runtime_shape(shape, source), _dtype(g))
     sizes = np.shape(g)
     grid = list(_along(indices, sizes, axis))
@@ -615,12 +629,13 @@ def _along_batch(op, values, batched, attrs):
 
 _take_along = defop(
     "take_along_axis",
-    lambda x, indices, axis: np.take_along_axis(x, indices, axis),
+    lambda x, indices, axis: (dask_ops.take_along_axis(x, indices, axis) if is_dask(x) or is_dask(indices)
+                              else np.take_along_axis(x, indices, axis)),
     vjp=(lambda g, out, x, indices, axis: scatter_along_axis(g, indices, axis, _shape(x)), None),
     jvp=(lambda t, out, x, indices, axis: apply(_take_along, (t, indices), {"axis": axis}), None),
     shape=_along_shape,
     dtype=first,
-    batch=_along_batch, numpy_only=True,
+    batch=_along_batch,
 )
 _scatter_along = defop(
     "scatter_along_axis",
@@ -635,12 +650,15 @@ _scatter_along = defop(
 )
 
 # the orders of sort and partition (no gradient: they are integers)
-_argsort = defop("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+# Dask has no argsort (NumPy's would load the array): on a Dask array each block holding the whole axis is sorted
+_argsort = defop("argsort", lambda x, axis: (dask_ops.along_axis(np.argsort, x, axis, kind="stable") if is_dask(x)
+                                             else np.argsort(x, axis=axis, kind="stable")),
                  shape=lambda shape, axis: tuple(shape), dtype=lambda x, axis: np.dtype(np.intp),
-                 batch=batching.over_axes, numpy_only=True)  # Dask has no argsort: NumPy's would load it
-_argpartition = defop("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
+                 batch=batching.over_axes)
+_argpartition = defop("argpartition", lambda x, kth, axis: (dask_ops.along_axis(np.argpartition, x, axis, kth=kth)
+                                                            if is_dask(x) else np.argpartition(x, kth, axis=axis)),
                       shape=lambda shape, kth, axis: tuple(shape), dtype=lambda x, kth, axis: np.dtype(np.intp),
-                      batch=batching.over_axes, numpy_only=True)
+                      batch=batching.over_axes)
 
 
 def _flat_or(x, axis, op):
