@@ -68,3 +68,19 @@ def unknown_size_error(where, shape):
     """The error for an operation (`where`) that needs a Dask array's `shape`, whose chunk sizes are unknown."""
     return user_error(ValueError, where, f"needs the shape of a Dask array whose chunk sizes are unknown "
                       f"(shape {tuple(shape)}); call .compute_chunk_sizes() on it first")
+
+
+def compute_together(values):
+    """`values` with their Dask arrays computed by one `dask.compute` (chunks they share are read once);
+    other values as they are. Dask is in `sys.modules` whenever a value is a Dask array.
+
+    >>> compute_together([np.ones(2), 3.0])
+    [array([1., 1.]), 3.0]
+    """
+    values = list(values)
+    lazy = [k for k, v in enumerate(values) if is_dask(v)]
+    if lazy:
+        computed = sys.modules["dask"].compute(*[values[k] for k in lazy])
+        for k, v in zip(lazy, computed):
+            values[k] = v
+    return values

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .._core.errors import user_error
 from .._core.ir import Graph, Symbol, ancestors, infer_shape, new_symbol, walk
 from .._core.shapes import runtime_shape
 
@@ -57,6 +58,25 @@ class Program:
         for o in self.symbol_outputs():
             counts[o] += 1
         return counts
+
+
+def check_lazy(program, lazy_inputs, where):
+    """Refuses a node of `program` that computes from `lazy_inputs` (the inputs that are Dask arrays) and would
+    load a Dask array whole, silently: NumPy-only code (`Op.numpy_only`), or control flow (`Op.bodies`: its
+    generated loop writes into NumPy buffers, its branch needs a computed value). The error names the op, the
+    line that built it and, as every user error, the line of the call (`where`: dg.compile, Session.run)."""
+    lazy = set(lazy_inputs)
+    for node in program.nodes:
+        if node.op is None or not any(isinstance(a, Symbol) and a in lazy for a in node.inputs):
+            continue
+        lazy.add(node)
+        op = node.op
+        if op.numpy_only or op.bodies:
+            what = ("runs NumPy-only code (LAPACK, SciPy, or a write into a NumPy array)" if op.numpy_only else
+                    "is control flow, whose generated code writes into NumPy buffers or branches on a value,")
+            raise user_error(TypeError, op.name, f"{what} that would load a whole Dask array: {where} cannot run it "
+                             f"lazily (the op was built at {node.where}); compute that operand first (.compute()) "
+                             "if it fits in memory")
 
 
 def _topological(order):
