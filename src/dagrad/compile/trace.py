@@ -183,16 +183,17 @@ class Compiled:
         outputs = [_output(o, graph) for o in out_leaves] + [node for node, _ in graph.writes]
         inputs = [traced[k] for k in arrays] + [node for node, _ in graph.reads.values()]
         program = Program(graph, inputs, outputs)
+        program.lazy_inputs = frozenset(lazy)
         if self.optimize:
             report = optimize(program)
         else:
             report = None
             program.schedule()  # still only what the outputs need
-        check_lazy(program, lazy, "dg.compile")
+        check_lazy(program, "dg.compile")
         # Dask arrays have no buffers to write into: their program has no out=
         generated = generate(program, self.__name__, reuse_buffers=not lazy)
         entry = _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
-        entry.lazy = tuple(lazy)
+        entry.lazy = program.lazy_inputs
         entry.in_def = treedef
         entry.static_leaves = {k: leaf for k, leaf in enumerate(leaves) if k not in arrays}
         entry.reads = [read for _, read in graph.reads.values()]
@@ -267,7 +268,7 @@ class _Entry:
         self.arrays = arrays  # positions of the array arguments among the flattened leaves
         self.out_def = out_def
         self.wrap = wrap  # Tensors in, Tensors out (as f itself would do)
-        self.lazy = ()  # the placeholders traced for Dask arrays: if any, the program has no out=
+        self.lazy = frozenset()  # the placeholders traced for Dask arrays: if any, the program has no out=
 
 
 def _is_array(leaf):

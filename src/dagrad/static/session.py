@@ -156,9 +156,10 @@ class _FetchSet:
             values, updates, shapes, originals = _expanded(values, updates, shapes)
         program, placeholders, variables = from_graph(values, updates, shapes)
         placeholders = [originals.get(p, p) for p in placeholders]
+        program.lazy_inputs = frozenset(c for c, p in zip(program.inputs, placeholders) if is_dask(feeds[p]))
         optimize(program)
         if lazy:
-            check_lazy(program, [c for c, p in zip(program.inputs, placeholders) if is_dask(feeds[p])], "Session.run")
+            check_lazy(program, "Session.run")
         return (generate(program, "run", reuse_buffers=not lazy), placeholders,
                 [originals.get(v, v) for v in variables])
 
