@@ -31,7 +31,8 @@ def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.comp
     The first call with a new input signature (pytree structure, shapes and dtypes of the
     array arguments, values of the Python scalars) traces `f` into a graph, optimises it
     and generates a Python function over NumPy; later calls with that signature run that
-    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`.
+    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`. A Dask array argument
+    gets a program of its own, which keeps it lazy (no buffer reuse; docs/backends.md).
 
     >>> import dagrad as dg, numpy as np
     >>> @dg.compile
@@ -107,7 +108,7 @@ class Compiled:
         for tensor in entry.cleared:
             tensor._grad = None
         if entry.wrap:
-            results = [_leaf(r if is_dask(r) else np.asarray(r), False) for r in results]
+            results = [_leaf(r if entry.lazy and is_dask(r) else np.asarray(r), False) for r in results]
         if entry.out_def is None:
             return results[0]
         return tree_unflatten(entry.out_def, results)
@@ -294,11 +295,11 @@ def _key(tree, leaves):
         return ("tensor", np.shape(value), getattr(value, "dtype", None))
     if isinstance(tree, np.generic):
         return ("scalar", tree.dtype)
-    if is_dask(tree):
-        return _lazy_key(tree, "array")
     try:
         hash(tree)
     except TypeError:
+        if is_dask(tree):  # unhashable: asked only here, off the path of NumPy arguments and constants
+            return _lazy_key(tree, "array")
         raise user_error(TypeError, "dg.compile", f"an argument of type {kind.__name__} is neither an array nor a "
                          "hashable constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them)") from None
     # floats by repr: -0.0 and 0.0 are different constants, and nan equals itself

@@ -241,6 +241,10 @@ class Session:
 
     As in TF1, `with dg.Session() as sess:` closes it at the end of the block; a closed
     session's compiled code is released, and running it is an error.
+
+    A Dask array fed for a placeholder stays lazy: the fetches computed from it are Dask arrays
+    (compute several with one `dask.compute`), except in a run that assigns Variables, which
+    computes its fetches and updates together (a Variable holds NumPy values); docs/backends.md.
     """
 
     def __init__(self, graph=None):
