@@ -108,10 +108,10 @@ def test_compiled_value_and_grad_of_numpy_parameters_over_dask_data():
     np.testing.assert_allclose(dg.compile(dg.grad(_logistic_loss))(w0, b0, x, y), expected_w, rtol=1e-12)
 
 
-def test_compiled_function_of_dask_backed_tensors_returns_lazy_tensors():
+def test_jitted_function_of_dask_backed_tensors_returns_lazy_tensors():
     x0 = np.array([[0.5, -1.0], [2.0, 0.25]])
     t = dg.tensor(da.from_array(x0, chunks=1))
-    f = dg.compile(lambda a: dg.tanh(a) * 3.0)
+    f = dg.jit(lambda a: dg.tanh(a) * 3.0)
     with _lazy():
         out = f(t)
     assert isinstance(out, dg.Tensor) and isinstance(out._value, da.Array)
@@ -294,7 +294,7 @@ def test_session_refuses_bad_dask_feeds_naming_the_line():
     g, x, y, w, b, loss, gw, gb = _graph()
     sess = dg.Session(g)
     good = da.from_array(np.ones(4), chunks=2)
-    with pytest.raises(ValueError, match=r"Session\.run \(|Session\.run: feed_dict: the value for placeholder 'x': "
+    with pytest.raises(ValueError, match=r"Session\.run: feed_dict: the value for placeholder 'x': "
                                          rf"needs the shape of a Dask array whose chunk sizes are unknown .* at "
                                          rf".*{_line(+2)}"), _lazy():
         masked = da.from_array(np.ones((4, 3)), chunks=2)
@@ -372,3 +372,32 @@ def test_writing_a_lazy_result_into_a_numpy_tensor_is_refused():
                                         rf"array would compute it here.* at .*{_line(+1)}"), _lazy():
         w -= lazy * 0.1
     np.testing.assert_array_equal(w.numpy(), np.ones(4))  # unchanged
+
+
+def test_compiled_training_step_over_dask_data_computes_once_per_step():
+    x, y, _, _ = _logistic_data()
+    runs = {}
+    for kind in ("numpy", "dask"):
+        dg.manual_seed(0)
+        model = dg.nn.Sequential(dg.nn.Linear(3, 4), dg.nn.Tanh(), dg.nn.Linear(4, 1))
+        opt = dg.optim.Adam(model.parameters(), lr=0.05)
+
+        @dg.compile
+        def step(data, target, model=model, opt=opt):
+            opt.zero_grad()
+            loss = dg.nn.functional.mse_loss(model(data)[:, 0], target)
+            loss.backward()
+            opt.step()
+            return loss
+
+        args = (x, y) if kind == "numpy" else (da.from_array(x, chunks=(50, 3)), da.from_array(y, chunks=50))
+        computes = []
+        with dask.config.set(scheduler=lambda *a, **k: computes.append(1) or dask.get(*a, **k)):
+            runs[kind] = [float(step(*args)) for _ in range(4)]
+        assert computes == ([] if kind == "numpy" else [1] * 4)  # the loss, the parameters and the state: once
+        assert all(type(p._value) is np.ndarray for p in model.parameters())
+        runs[kind + " parameters"] = [p.numpy().copy() for p in model.parameters()]
+    np.testing.assert_allclose(runs["dask"], runs["numpy"], rtol=1e-12)
+    for a, b in zip(runs["dask parameters"], runs["numpy parameters"]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
+    assert runs["numpy"][-1] < runs["numpy"][0]

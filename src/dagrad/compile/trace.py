@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from .._core.autodiff import reverse_sweep
-from .._core.backends import as_dtype, has_unknown_size, is_dask, unknown_size_error
+from .._core.backends import as_dtype, compute_together, has_unknown_size, is_dask, unknown_size_error
 from .._core.errors import caller_line, user_error
 from .._core.ir import Graph, Symbol, new_symbol
 from .._core.pytree import tree_flatten, tree_unflatten
@@ -97,6 +97,10 @@ class Compiled:
             except Exception as err:
                 raise explain(err, entry.generated, "compiled code") from err
         if entry.writes:  # what it changed: parameters, their gradients, optimiser state (after every read)
+            if entry.computes:
+                # parameters and optimiser state hold values (NumPy): over Dask data, the call computes what it
+                # writes together with its results, in one dask.compute (each chunk read once per step)
+                results = compute_together(results)
             n = len(results) - len(entry.writes)
             taken = {id(a) for a in arrays}  # a value written back is copied if it is an input or seen twice
             for write, value in zip(entry.writes, results[n:]):
@@ -200,6 +204,7 @@ class Compiled:
         entry.reads = [read for _, read in graph.reads.values()]
         entry.read_types = [(tuple(node._shape), node._dtype) for node, _ in graph.reads.values()]
         entry.writes = [write for _, write in graph.writes]
+        entry.computes = bool(lazy) and any(getattr(w, "func", None) is not _set_grad for w in entry.writes)
         entry.cleared = cleared
         return entry
 
