@@ -55,7 +55,7 @@ def _filled_like(x, fill):
     full_like node: its value takes the array type x has at run time (a Dask array's seed is a Dask array, as
     in eager mode), and the passes fold it into a constant for NumPy."""
     like = _array_of(x)
-    if isinstance(like, Symbol):
+    if isinstance(like, Symbol) and like._shape == _shape(x):  # not under vmap, whose node holds every example
         return full_like(like, fill)
     return (ones if fill else zeros)(_shape(x), _dtype(x), like)
 
