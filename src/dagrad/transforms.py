@@ -51,11 +51,12 @@ def _array_of(x):
 
 
 def _filled_like(x, fill):
-    """Ones or zeros of x's shape and dtype and of its array type. In dg.compile's trace (x a graph's node) a
-    full_like node: its value takes the array type x has at run time (a Dask array's seed is a Dask array, as
-    in eager mode), and the passes fold it into a constant for NumPy."""
+    """Ones or zeros of x's shape and dtype and of its array type. In dg.compile's trace for Dask arguments
+    (x a node of that graph) a full_like node: its value takes the array type x has at run time (a Dask
+    array's seed is a Dask array, as in eager mode). A NumPy trace keeps constants, which fold further."""
     like = _array_of(x)
-    if isinstance(like, Symbol) and like._shape == _shape(x):  # not under vmap, whose node holds every example
+    # not under vmap, whose node holds every example
+    if isinstance(like, Symbol) and like.graph.lazy and like._shape == _shape(x):
         return full_like(like, fill)
     return (ones if fill else zeros)(_shape(x), _dtype(x), like)
 

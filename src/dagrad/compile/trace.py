@@ -174,6 +174,7 @@ class Compiled:
                                            requires_grad=value.dtype.kind in "fc", name=names[k])
                     if is_dask(value):
                         lazy.append(traced[k])
+                        graph.lazy = True
                 args, kwargs = tree_unflatten(treedef, traced)
                 out = self.f(*args, **kwargs)
         finally:
