@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core.backends import is_dask
+from ._core.backends import as_dtype, is_dask
 from ._core.errors import user_error
 from ._core.ir import graph_state
 from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq
@@ -46,8 +46,15 @@ def _shadow(t):
 def _store(t, result, name):
     """Writes `result`'s values into t's array, after checking they fit (shape, dtype, writable)."""
     value = result._value if isinstance(result, Tensor) else result
-    value = np.asarray(value)
     target = t._value
+    if is_dask(target):
+        _rebind(t, value, name)
+        return
+    if is_dask(value):  # np.asarray would compute it, silently, one tensor at a time
+        raise user_error(TypeError, name, "the result is a lazy Dask array: writing it into this tensor's NumPy "
+                         "array would compute it here; compute the values first (one dask.compute for several "
+                         "arrays, or .numpy())", t, value)
+    value = np.asarray(value)
     if value.shape != target.shape:
         raise user_error(ValueError, name, f"the result has shape {value.shape}, but the tensor written in place has "
                          f"shape {target.shape}: an in-place operation cannot change a tensor's shape", t)
@@ -64,13 +71,22 @@ def _store(t, result, name):
     mark_written(t)
 
 
+def _rebind(t, value, name):
+    """A Dask value is never written in place (it is lazy): an op's result (a non-leaf, which no other tensor
+    holds) is given the new lazy array instead (a leaf is refused by `in_place`). Nodes that saved the old
+    array keep its values, so nothing needs the version counter."""
+    shape, dtype = np.shape(value), np.result_type(value)
+    if shape != t._value.shape:
+        raise user_error(ValueError, name, f"the result has shape {shape}, but the tensor written in place has "
+                         f"shape {t._value.shape}: an in-place operation cannot change a tensor's shape", t)
+    if not np.can_cast(dtype, t._value.dtype, "same_kind"):
+        raise user_error(TypeError, name, f"the result has dtype {dtype}, which cannot be written into a tensor of "
+                         f"dtype {t._value.dtype} (NumPy's same_kind rule)", t)
+    t._value = as_dtype(value if is_dask(value) else np.asarray(value), t._value.dtype)
+
+
 def in_place(t, name, compute, *others):
     """`t` with the values compute(t, *others) written into it, under PyTorch's rules; returns `t`."""
-    if is_dask(t._value) or any(is_dask(o._value if isinstance(o, Tensor) else o) for o in others):
-        # writing would compute the lazy values (into a NumPy tensor) or replace a Dask tensor's array
-        raise user_error(TypeError, name, "cannot write a Dask array in place (nothing is computed implicitly): use "
-                         "the out-of-place form (x = x + y, or x = dg.setitem(x, index, v) for x[index] = v)", t,
-                         *others)
     if t._level or t._symbolic:
         raise user_error(TypeError, name, "a static graph's node or a value traced by a transform cannot change in "
                          "place: use the out-of-place form (x = x + y, or dg.setitem(x, index, v) for x[index] = v)",
@@ -82,6 +98,10 @@ def in_place(t, name, compute, *others):
                          f"code: an in-place write to an eager tensor would happen once, while tracing, and never "
                          f"again. Update parameters with an optimiser's step() inside the compiled function, or "
                          f"write outside it", t)
+    if t.op is None and is_dask(t._value):  # before anything runs
+        raise user_error(TypeError, name, "cannot write into a Dask array in place: this leaf tensor's value is "
+                         "lazy, and tensors sharing it (.detach(), .data) would not see the change; make a new "
+                         "tensor instead (t = t + 1, not t += 1; t = dg.setitem(t, index, v), not t[index] = v)", t)
     recording = is_grad_enabled() and (
         t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others))
     if recording and t._requires_grad and t.op is None:

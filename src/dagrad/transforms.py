@@ -12,13 +12,14 @@ import numpy as np
 from ._core.autodiff import check_numeric, reverse_sweep
 from ._core.backends import as_dtype, is_dask, ones, zeros
 from ._core.errors import user_error
+from ._core.ir import Symbol
 from ._core.op import batch_broadcast, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
 from ._core.structural import real
 from ._core.tensor import Batched, Dual, Tensor, _leaf, enable_grad
-from .ops.elementwise import astype
+from .ops.elementwise import astype, full_like
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import moveaxis, reshape
 
@@ -49,6 +50,17 @@ def _array_of(x):
     return x
 
 
+def _filled_like(x, fill):
+    """Ones or zeros of x's shape and dtype and of its array type. In dg.compile's trace for Dask arguments
+    (x a node of that graph) a full_like node: its value takes the array type x has at run time (a Dask
+    array's seed is a Dask array, as in eager mode). A NumPy trace keeps constants, which fold further."""
+    like = _array_of(x)
+    # not under vmap, whose node holds every example
+    if isinstance(like, Symbol) and like.graph.lazy and like._shape == _shape(x):
+        return full_like(like, fill)
+    return (ones if fill else zeros)(_shape(x), _dtype(x), like)
+
+
 def _as_values(x, dtype):
     """A cotangent or tangent the user gave, as an array of `dtype` (a Dask array stays lazy)."""
     return as_dtype(x, dtype) if is_dask(x) else np.asarray(x, dtype=dtype)
@@ -71,7 +83,7 @@ def _normalize_argnums(argnums, nargs, where):
 def _finish_ct(ct, original, like_value):
     """A cotangent or tangent as the user receives it: same kind as the input they passed."""
     if ct is None:
-        ct = zeros(_shape(like_value), _dtype(like_value), _array_of(like_value))
+        ct = _filled_like(like_value, 0)
     elif _dtype(like_value).kind == "c" and _dtype(ct).kind != "c":  # a complex input's gradient is complex
         ct = astype(ct, _dtype(like_value))
     if type(original) is Tensor and original._level == 0:
@@ -152,7 +164,7 @@ def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
         if int(np.prod(_shape(out))) != 1:
             raise user_error(TypeError, "grad", f"the function must return a scalar (one element), got shape "
                              f"{_shape(out)}; use dg.jacobian or dg.vjp for other outputs")
-        grads = traced.pull([out], [ones(_shape(out), _dtype(out), _array_of(out))])
+        grads = traced.pull([out], [_filled_like(out, 1)])
         value = _unbox(out, traced.level)
         return (value, aux) if has_aux else value, (grads[0] if single else grads)
 

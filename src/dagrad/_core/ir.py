@@ -100,6 +100,7 @@ class Graph:
         self._names = {}
         self.tracing = None  # the name of the function dg.compile is tracing into this graph, if any
         self.traced_for = None  # then: the user's line whose call made dg.compile trace it
+        self.lazy = False  # then: whether some of its arguments are Dask arrays (seeds follow their type)
         # while dg.compile traces: inputs read at each call {key: (node, read)}, values written back after
         # each call [(node, write)], and what `loss.backward()` on a node of this graph does
         self.reads, self.writes, self.backward_hook = {}, [], None

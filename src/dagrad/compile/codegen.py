@@ -78,15 +78,17 @@ class Generated:
         self.constants = constants  # name -> array, for the arrays the source names
 
 
-def generate(program, name="f", grouped=False, reserved=()):
+def generate(program, name="f", grouped=False, reserved=(), reuse_buffers=True):
     """Writes `program` as a Python function `name(*inputs)` returning a tuple of the outputs.
 
     Each line ends with a comment naming the user's line that built the node; with `grouped`,
     consecutive lines from one user line are headed instead by one comment quoting that line.
-    No name in the source is one of `reserved`. The source is registered with `linecache`
-    (tracebacks show its lines) for as long as the function lives.
+    No name in the source is one of `reserved`. Without `reuse_buffers` no line writes into an
+    array (`out=`): the code for lazy arrays (Dask), which have no buffers to write into. The
+    source is registered with `linecache` (tracebacks show its lines) for as long as the function lives.
     """
-    source, line_nodes, bindings, constants, namespace, name = _write(program, name, grouped, reserved)
+    source, line_nodes, bindings, constants, namespace, name = _write(program, name, grouped, reserved,
+                                                                      reuse_buffers)
     number = _file_number()
     filename = f"{FILENAME_PREFIX}{name} #{number}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -100,11 +102,11 @@ def generate(program, name="f", grouped=False, reserved=()):
     return Generated(source, namespace, function, line_nodes, bindings, constants.arrays)
 
 
-def _write(program, name, grouped, reserved):
+def _write(program, name, grouped, reserved, reuse_buffers):
     naming = _Naming(reserved)
     name = naming.claim(name)  # before the ops: a function called like an op it calls would call itself
     names = {node: naming.claim(node.name or "x") for node in program.inputs}
-    writer = _Writer(naming, grouped)
+    writer = _Writer(naming, grouped, reuse_buffers)
     writer.bind(program.nodes)
     constants = writer.constants
     block, plan = writer.block(program, names, keep_inputs=False)
@@ -137,9 +139,10 @@ class _Writer:
     """Writes nodes as lines of code, for a function and for the bodies that control-flow nodes hold
     (an op's `emit` hook gets the writer): one naming table, one namespace of op forwards and constants."""
 
-    def __init__(self, naming, grouped):
+    def __init__(self, naming, grouped, reuse_buffers=True):
         self.naming = naming
         self.grouped = grouped
+        self.reuse_buffers = reuse_buffers  # whether ufuncs may write into dead buffers (`out=`)
         self.bindings = {}  # op -> the name its forward has in the source
         self.namespace = {"np": np}
         self.constants = _Constants(naming, self.namespace)
@@ -174,7 +177,7 @@ class _Writer:
                 names[node] = self.constants.literal(node._data)
             elif node.op is not None:
                 names[node] = self.naming.claim(f"t{i}")
-        plan = _MemoryPlan(program)
+        plan = _MemoryPlan(program, self.reuse_buffers)
         lines = []
         heading = None
         for i, node in enumerate(nodes):
@@ -380,7 +383,7 @@ class _MemoryPlan:
     it is read after i.
     """
 
-    def __init__(self, program):
+    def __init__(self, program, reuse_buffers=True):
         nodes = program.nodes
         end = len(nodes)
         last_use = {}
@@ -398,7 +401,7 @@ class _MemoryPlan:
             if node.op is None:
                 roots = (node,)
             else:
-                target = self._target(node, i, buffer, death) if _in_place_ufunc(node) else None
+                target = self._target(node, i, buffer, death) if reuse_buffers and _in_place_ufunc(node) else None
                 if target is not None:
                     buffer[node] = buffer[target]
                     self.out_into[node] = target

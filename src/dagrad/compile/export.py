@@ -51,7 +51,7 @@ def module_source(entry, f):
     public = naming.claim(entry.generated.function.__name__)  # not a builtin's name: copied code may use it
     impl = naming.claim(f"_{public}")
     naming.taken.discard(impl)  # generate claims it again, first, among the same names
-    generated = generate(program, impl, grouped=True, reserved=naming.taken)
+    generated = generate(program, impl, grouped=True, reserved=naming.taken, reuse_buffers=not entry.lazy)
     definitions = _Definitions()
     for name in (*_HELPERS, public, impl, *generated.constants):
         definitions.defined[name] = _RESERVED  # a copied definition that needs one of these names is refused
@@ -61,6 +61,7 @@ def module_source(entry, f):
     uses_base64 = any("_array(" in line for line in constants)
     paths = leaf_paths(f, entry.in_def)
     signature = [f"#     {comment(paths[k])}: {tuple(node._shape)} {node._dtype}"
+                 f"{' (NumPy or a Dask array, kept lazy)' if node in entry.lazy else ''}"
                  for k, node in zip(entry.arrays, program.inputs)]
     where = _origin(f)
     lines = [
@@ -131,8 +132,14 @@ def _safe_literal(value, what):
 
 
 _WRAPPER_HELPERS = """\
-def _checked(value, name, shape, dtype):
-    value = np.asarray(value)
+def _checked(value, name, shape, dtype, lazy=False):
+    if hasattr(value, '__dask_graph__'):
+        if not lazy:
+            raise TypeError(f'{name}: got a lazy Dask array, but this module was generated for a NumPy array '
+                            f'(its code writes into buffers); export it from a call with a Dask array there, or '
+                            f'compute the array first')
+    else:
+        value = np.asarray(value)
     if value.shape != shape or value.dtype != dtype:
         raise ValueError(f'{name}: expected shape {shape} and dtype {dtype}, got shape {value.shape} and '
                          f'dtype {value.dtype} (this module was generated for exactly that signature)')
@@ -180,8 +187,10 @@ def _wrapper(entry, f, public, impl):
         if k in nodes:
             node = nodes[k]
             local = names.claim(f"_{label}")
+            # an argument traced as a Dask array stays lazy (the code then has no out=)
+            lazy = ", lazy=True" if node in entry.lazy else ""
             checks.append(f"    {local} = _checked({expression}, {literal(label)}, {literal(tuple(node._shape))}, "
-                          f"{literal(node._dtype.name)})")
+                          f"{literal(node._dtype.name)}{lazy})")
             calls.append(local)
         else:
             value = _safe_literal(entry.static_leaves[k], f"the static argument {label}")

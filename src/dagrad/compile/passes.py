@@ -118,6 +118,8 @@ def _rewrite(pass_name, rule, program, report):
         if node.inputs and any(isinstance(a, Symbol) and a in replaced for a in node.inputs):
             node.inputs = tuple(replaced.get(a, a) if isinstance(a, Symbol) else a for a in node.inputs)
         result = rule(node, context)
+        if result is not None and context.lazy and node in context.lazy and not context.is_lazy(result[0]):
+            result = None  # a Dask value may not become a NumPy one (a folded full_like of a Dask array)
         if result is not None:
             new, what = result
             replaced[node] = new
@@ -140,6 +142,16 @@ class _Context:
         self.uses = program.use_counts()
         self.outputs = dict.fromkeys(program.symbol_outputs())
         self.seen = {}  # cse: node key -> the first node with it
+        self.lazy = program.lazy_nodes()  # the values that will be Dask arrays (none on NumPy)
+
+    def is_lazy(self, node):
+        """Whether `node` (one the rules built, or an existing one) will be a Dask array."""
+        if node in self.lazy:
+            return True
+        if isinstance(node, Symbol) and node.op is not None and any(self.is_lazy(a) for a in node.inputs):
+            self.lazy.add(node)
+            return True
+        return False
 
     def build(self, replacing, op, args, attrs=None):
         """A new node for `op(args)`, placed where `replacing` was and carrying its source line.

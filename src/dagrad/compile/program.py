@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .._core.errors import user_error
 from .._core.ir import Graph, Symbol, ancestors, infer_shape, new_symbol, walk
 from .._core.shapes import runtime_shape
 
@@ -26,6 +27,9 @@ class Program:
         self.graph = graph  # the private Graph that owns the nodes
         self.inputs = list(inputs)  # placeholders and variables, in argument order
         self.outputs = list(outputs)  # Symbols or plain values, in result order
+        # the inputs that will be Dask arrays: their code writes into no buffer, and the values computed from
+        # them stay Dask arrays through the passes (as in eager mode: full_like of a Dask array is one)
+        self.lazy_inputs = frozenset()
 
     @property
     def nodes(self):
@@ -47,6 +51,15 @@ class Program:
         self.graph.nodes = order
         return len(nodes) - len(order)
 
+    def lazy_nodes(self):
+        """The nodes computed from a lazy input (or that are one): their values will be Dask arrays."""
+        lazy = set(self.lazy_inputs)
+        if lazy:
+            for node in self.graph.nodes:
+                if node.op is not None and any(isinstance(a, Symbol) and a in lazy for a in node.inputs):
+                    lazy.add(node)
+        return lazy
+
     def use_counts(self):
         """How many times each node is read: by other nodes' inputs and by the outputs."""
         counts = dict.fromkeys(self.graph.nodes, 0)
@@ -57,6 +70,23 @@ class Program:
         for o in self.symbol_outputs():
             counts[o] += 1
         return counts
+
+
+def check_lazy(program, where):
+    """Refuses a node of `program` that computes from its lazy inputs (Dask arrays) and would load a Dask
+    array whole, silently: NumPy-only code (`Op.numpy_only`), or control flow (`Op.bodies`: its generated
+    loop writes into NumPy buffers, its branch needs a computed value). The error names the op, the line
+    that built it and, as every user error, the line of the call (`where`: dg.compile, Session.run)."""
+    for node in program.lazy_nodes():
+        op = node.op
+        if op is None:
+            continue
+        if op.numpy_only or op.bodies:
+            what = ("runs NumPy-only code (LAPACK, SciPy, or a write into a NumPy array)" if op.numpy_only else
+                    "is control flow, whose generated code writes into NumPy buffers or branches on a value,")
+            raise user_error(TypeError, op.name, f"{what} that would load a whole Dask array: {where} cannot run it "
+                             f"lazily (the op was built at {node.where}); compute that operand first (.compute()) "
+                             "if it fits in memory")
 
 
 def _topological(order):

@@ -7,6 +7,7 @@ import functools
 import numpy as np
 
 from .._core.autodiff import reverse_sweep
+from .._core.backends import as_dtype, compute_together, has_unknown_size, is_dask, unknown_size_error
 from .._core.errors import caller_line, user_error
 from .._core.ir import Graph, Symbol, new_symbol
 from .._core.pytree import tree_flatten, tree_unflatten
@@ -17,7 +18,7 @@ from .codegen import generate, identifier
 from .export import export_module
 from .interpret import eval_graph, node_error
 from .passes import optimize
-from .program import Program
+from .program import Program, check_lazy
 from .signature import leaf_names, leaf_paths
 
 CACHE_SIZE = 64  # signatures kept per compiled function; the least recently used is dropped beyond this
@@ -30,7 +31,8 @@ def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.comp
     The first call with a new input signature (pytree structure, shapes and dtypes of the
     array arguments, values of the Python scalars) traces `f` into a graph, optimises it
     and generates a Python function over NumPy; later calls with that signature run that
-    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`.
+    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`. A Dask array argument
+    gets a program of its own, which keeps it lazy (no buffer reuse; docs/backends.md).
 
     >>> import dagrad as dg, numpy as np
     >>> @dg.compile
@@ -75,7 +77,8 @@ class Compiled:
         if entry is None:
             entry = self._entry(key, leaves, args, kwargs)
         if entry.wrap:
-            arrays = [leaf.numpy() if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
+            unwrap = Tensor._raw if entry.lazy else Tensor.numpy  # numpy() would compute a Dask value
+            arrays = [unwrap(leaf) if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
         else:
             arrays = [leaves[k] for k in entry.arrays]
         if entry.reads:  # what the traced function reads besides its arguments: parameters, optimiser state
@@ -94,16 +97,22 @@ class Compiled:
             except Exception as err:
                 raise explain(err, entry.generated, "compiled code") from err
         if entry.writes:  # what it changed: parameters, their gradients, optimiser state (after every read)
+            if entry.computes:
+                # parameters and optimiser state hold values (NumPy): over Dask data, the call computes what it
+                # writes together with its results, in one dask.compute (each chunk read once per step)
+                results = compute_together(results)
             n = len(results) - len(entry.writes)
             taken = {id(a) for a in arrays}  # a value written back is copied if it is an input or seen twice
             for write, value in zip(entry.writes, results[n:]):
-                write(np.array(value) if id(value) in taken else value)
+                if id(value) in taken:
+                    value = value.copy() if is_dask(value) else np.array(value)  # Dask's copy: lazy, shallow
+                write(value)
                 taken.add(id(value))
             results = results[:n]
         for tensor in entry.cleared:
             tensor._grad = None
         if entry.wrap:
-            results = [_leaf(np.asarray(r), False) for r in results]
+            results = [_leaf(r if entry.lazy and is_dask(r) else np.asarray(r), False) for r in results]
         if entry.out_def is None:
             return results[0]
         return tree_unflatten(entry.out_def, results)
@@ -153,14 +162,19 @@ class Compiled:
         names = leaf_names(self.f, treedef, len(leaves))
         arrays = [k for k, leaf in enumerate(leaves) if _is_array(leaf)]
         traced = list(leaves)  # the array leaves replaced by placeholders
+        lazy = []  # the placeholders of Dask arrays
         graph.backward_hook = functools.partial(_traced_backward, graph)
         outer, trace_grads.saved = trace_grads.saved, {}
         try:
             with graph:
                 for k in arrays:
-                    value = leaves[k].numpy() if isinstance(leaves[k], Tensor) else np.asarray(leaves[k])
+                    value = leaves[k]._raw() if isinstance(leaves[k], Tensor) else leaves[k]
+                    value = value if is_dask(value) else np.asarray(value)  # a Dask array's facts, not computed
                     traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
                                            requires_grad=value.dtype.kind in "fc", name=names[k])
+                    if is_dask(value):
+                        lazy.append(traced[k])
+                        graph.lazy = True
                 args, kwargs = tree_unflatten(treedef, traced)
                 out = self.f(*args, **kwargs)
         finally:
@@ -175,18 +189,23 @@ class Compiled:
         outputs = [_output(o, graph) for o in out_leaves] + [node for node, _ in graph.writes]
         inputs = [traced[k] for k in arrays] + [node for node, _ in graph.reads.values()]
         program = Program(graph, inputs, outputs)
+        program.lazy_inputs = frozenset(lazy)
         if self.optimize:
             report = optimize(program)
         else:
             report = None
             program.schedule()  # still only what the outputs need
-        generated = generate(program, self.__name__)
+        check_lazy(program, "dg.compile")
+        # Dask arrays have no buffers to write into: their program has no out=
+        generated = generate(program, self.__name__, reuse_buffers=not lazy)
         entry = _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
+        entry.lazy = program.lazy_inputs
         entry.in_def = treedef
         entry.static_leaves = {k: leaf for k, leaf in enumerate(leaves) if k not in arrays}
         entry.reads = [read for _, read in graph.reads.values()]
         entry.read_types = [(tuple(node._shape), node._dtype) for node, _ in graph.reads.values()]
         entry.writes = [write for _, write in graph.writes]
+        entry.computes = bool(lazy) and any(getattr(w, "func", None) is not _set_grad for w in entry.writes)
         entry.cleared = cleared
         return entry
 
@@ -241,6 +260,9 @@ def _grad_writes(graph, grads_after):
 
 
 def _set_grad(tensor, value):
+    if is_dask(value):  # a lazy gradient stays lazy (over Dask data): never written in place, so not copied
+        tensor._grad = _leaf(as_dtype(value, tensor.dtype), False)
+        return
     fresh = type(value) is np.ndarray and value.dtype == tensor.dtype and value.flags.writeable
     tensor._grad = _leaf(value if fresh else np.array(value, dtype=tensor.dtype), False)
 
@@ -253,10 +275,11 @@ class _Entry:
         self.arrays = arrays  # positions of the array arguments among the flattened leaves
         self.out_def = out_def
         self.wrap = wrap  # Tensors in, Tensors out (as f itself would do)
+        self.lazy = frozenset()  # the placeholders traced for Dask arrays: if any, the program has no out=
 
 
 def _is_array(leaf):
-    return isinstance(leaf, (np.ndarray, np.generic, Tensor))
+    return isinstance(leaf, (np.ndarray, np.generic, Tensor)) or is_dask(leaf)
 
 
 def _key(tree, leaves):
@@ -273,16 +296,28 @@ def _key(tree, leaves):
     leaves.append(tree)
     if isinstance(tree, Tensor):
         value = tree._value
+        if type(value) is not np.ndarray and is_dask(value):
+            return _lazy_key(value, "tensor")
         return ("tensor", np.shape(value), getattr(value, "dtype", None))
     if isinstance(tree, np.generic):
         return ("scalar", tree.dtype)
     try:
         hash(tree)
     except TypeError:
+        if is_dask(tree):  # unhashable: asked only here, off the path of NumPy arguments and constants
+            return _lazy_key(tree, "array")
         raise user_error(TypeError, "dg.compile", f"an argument of type {kind.__name__} is neither an array nor a "
                          "hashable constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them)") from None
     # floats by repr: -0.0 and 0.0 are different constants, and nan equals itself
     return ("static", kind, repr(tree) if kind is float else tree)
+
+
+def _lazy_key(value, kind):
+    """A Dask array's signature: its own kind of program (no buffer reuse), so never NumPy's; its shape
+    must be known, as the program is traced for one shape."""
+    if has_unknown_size(value.shape):
+        raise unknown_size_error("dg.compile", value.shape)
+    return ("dask", kind, value.shape, value.dtype)
 
 
 def _check_arrays(f, treedef, leaves):

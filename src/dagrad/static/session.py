@@ -19,15 +19,16 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._core.autodiff import reverse_sweep
+from .._core.backends import as_dtype, compute_together, has_unknown_size, is_dask
 from .._core.errors import user_error
-from .._core.ir import Graph, Symbol, atomic, checked_value, get_default_graph, infer_shape, new_symbol
+from .._core.ir import Graph, Symbol, atomic, checked_value, get_default_graph, infer_shape, new_symbol, shape_fits
 from .._core.ir import ancestors as _ancestors
 from .._core.op import Op
 from .._core.pytree import tree_flatten, tree_unflatten
 from ..compile.cache import LRUCache
 from ..compile.codegen import generate
 from ..compile.passes import optimize
-from ..compile.program import from_graph
+from ..compile.program import check_lazy, from_graph
 from ..compile.trace import explain
 from ..ops.elementwise import astype, full_like
 
@@ -145,16 +146,21 @@ class _FetchSet:
         self.values = [f for f in fetches if f.kind not in ("assign", "group", "initializer")]
         self.deferred = any(n.op is _GRADIENT for n in order)
 
-    def compile(self, feeds):
-        """(generated function, its placeholders, its variables) for these feeds' shapes."""
+    def compile(self, feeds, lazy):
+        """(generated function, its placeholders, its variables) for these feeds' shapes; `lazy`: whether
+        some feeds are Dask arrays (their code writes into no buffer, and refuses ops that would load them)."""
         shapes = {p: feeds[p].shape for p in self.placeholders}
         values, updates = self.values, [(variable, value) for variable, (_, value) in self.updates.items()]
         originals = {}
         if self.deferred:
             values, updates, shapes, originals = _expanded(values, updates, shapes)
         program, placeholders, variables = from_graph(values, updates, shapes)
+        placeholders = [originals.get(p, p) for p in placeholders]
+        program.lazy_inputs = frozenset(c for c, p in zip(program.inputs, placeholders) if is_dask(feeds[p]))
         optimize(program)
-        return (generate(program, "run"), [originals.get(p, p) for p in placeholders],
+        if lazy:
+            check_lazy(program, "Session.run")
+        return (generate(program, "run", reuse_buffers=not lazy), placeholders,
                 [originals.get(v, v) for v in variables])
 
 
@@ -203,6 +209,21 @@ def _fetched(node, value):
     return value
 
 
+def _lazy_feed(value, node, what):
+    """A Dask array fed for placeholder `node`, checked as `checked_value` checks a value but without computing
+    it, and cast lazily: Session.run's results over it are Dask arrays."""
+    if not np.can_cast(value.dtype, node._dtype, "same_kind"):
+        raise user_error(TypeError, "Session.run", f"{what}: a value of dtype {value.dtype} does not fit dtype "
+                         f"{node._dtype}", value)
+    if has_unknown_size(value.shape):  # the code is generated for the feeds' sizes
+        raise user_error(ValueError, "Session.run", f"{what}: needs the shape of a Dask array whose chunk sizes are "
+                         f"unknown (shape {value.shape}); call .compute_chunk_sizes() on it first")
+    if not shape_fits(value.shape, node._shape):
+        raise user_error(ValueError, "Session.run", f"{what}: a value of shape {value.shape} does not fit shape "
+                         f"{tuple(node._shape)}", value)
+    return as_dtype(value, node._dtype)
+
+
 class Session:
     """Runs a static graph: `run(fetches, feed_dict)` evaluates what the fetches need.
 
@@ -220,6 +241,10 @@ class Session:
 
     As in TF1, `with dg.Session() as sess:` closes it at the end of the block; a closed
     session's compiled code is released, and running it is an error.
+
+    A Dask array fed for a placeholder stays lazy: the fetches computed from it are Dask arrays
+    (compute several with one `dask.compute`), except in a run that assigns Variables, which
+    computes its fetches and updates together (a Variable holds NumPy values); docs/backends.md.
     """
 
     def __init__(self, graph=None):
@@ -253,7 +278,7 @@ class Session:
             if f.graph is not self.graph:
                 raise user_error(ValueError, "Session.run", f"fetch {f!r} belongs to another graph than this "
                                  "session's")
-        feeds = self._feeds(feed_dict)
+        feeds, lazy = self._feeds(feed_dict)
         key = tuple(leaves)
         fetch_set = self._fetch_sets.get(key)
         if fetch_set is None:
@@ -264,25 +289,33 @@ class Session:
             raise user_error(ValueError, "Session.run", f"the fetches need placeholder(s) {names}, which feed_dict "
                              "does not feed")
         code_key = (key, tuple(feeds[p].shape for p in fetch_set.placeholders))
+        if lazy:  # which feeds are Dask arrays: their code differs (no buffer reuse)
+            code_key += tuple(is_dask(feeds[p]) for p in fetch_set.placeholders)
         entry = self._code.get(code_key)
         if entry is None:
-            entry = self._code.put(code_key, fetch_set.compile(feeds))
+            entry = self._code.put(code_key, fetch_set.compile(feeds, lazy))
         generated, placeholders, variables = entry
         try:
             results = generated.function(*[feeds[p] for p in placeholders], *[v._data for v in variables])
         except Exception as err:
             raise explain(err, generated, "Session.run") from err
+        if lazy and fetch_set.updates:
+            # a Variable holds values (as in TF): a run that assigns them computes, the fetches with the
+            # updates in one dask.compute, so each chunk of the feeds is read once per step
+            results = compute_together(results)
         computed = dict(zip(fetch_set.values, results))
         computed.update(self._commit(fetch_set, results[len(fetch_set.values):]))
         return tree_unflatten(treedef, [_fetched(f, computed.get(f)) for f in leaves])
 
     def _feeds(self, feed_dict):
+        """{placeholder: its checked value}, and whether any value is a Dask array (kept lazy)."""
         if feed_dict is None:
-            return {}
+            return {}, False
         if not isinstance(feed_dict, Mapping):
             raise user_error(TypeError, "Session.run", f"feed_dict must be a dict {{placeholder or its name: value}}, "
                              f"got {type(feed_dict).__name__}")
         feeds = {}
+        lazy = False
         for key, value in feed_dict.items():
             if isinstance(key, str):
                 try:
@@ -303,9 +336,13 @@ class Session:
                                  "placeholders are fed")
             if node in feeds:
                 raise user_error(ValueError, "Session.run", f"feed_dict: placeholder {node.name!r} is fed twice")
-            feeds[node] = checked_value(value, node._shape, node._dtype, "Session.run",
-                                         f"feed_dict: the value for placeholder {node.name!r}")
-        return feeds
+            what = f"feed_dict: the value for placeholder {node.name!r}"
+            if type(value) is not np.ndarray and is_dask(value):
+                feeds[node] = _lazy_feed(value, node, what)
+                lazy = True
+            else:
+                feeds[node] = checked_value(value, node._shape, node._dtype, "Session.run", what)
+        return feeds, lazy
 
     def _commit(self, fetch_set, new_values):
         """Checks every update of the run, then applies them all (or none) and the resets. Returns {assign node:
