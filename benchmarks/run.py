@@ -31,6 +31,11 @@ Workloads
       of generated code still alive. Bounded caches keep both flat.
   (g) transforms (issue 15, benchmarks/bench_transforms.py): per-example gradients with vmap against
       JAX and torch.func, scan compile and run times, checkpoint memory; see that module.
+  (h) Dask arrays as values (issue 17, benchmarks/bench_dask.py): a logistic-regression gradient over
+      4 GB made chunk by chunk (peak RSS, equality with NumPy in pieces), against the same gradient
+      written by hand with dask.array (dask-glm's), and on a LocalCluster of 1 and 2 worker processes.
+      Dask's schedulers use both cores here (its threads, or two worker processes); BLAS stays at one
+      thread per worker.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -84,6 +89,7 @@ if XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
 
 import numpy as np  # noqa: E402  (after the thread settings)
 
+import bench_dask  # noqa: E402  (workload (h), beside this file)
 import bench_transforms  # noqa: E402  (workload (g), beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1570,6 +1576,7 @@ def main(argv=None):
     )
     print("(f) long loops over input shapes: Session and dg.compile caches ...", file=sys.stderr)
     table_f = cache_memory_table(bench_cache_memory(mode))
+    table_h = bench_dask.tables(mode, median)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
@@ -1593,7 +1600,9 @@ def main(argv=None):
         "when evicted; memory after the caches are full stays flat.\n\n"
         f"{table_f}\n\n"
         "### (g) transforms (issue 15): vmap, scan, checkpoint\n\n"
-        f"{table_g}\n"
+        f"{table_g}\n\n"
+        "### (h) Dask arrays as values (issue 17)\n\n"
+        f"{table_h}\n"
     )
     print(tables)
     report = "\n".join(
