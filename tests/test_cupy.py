@@ -279,3 +279,176 @@ def test_op_table_rows_not_on_cupy_refuse_naming_the_array_type(cp, c):
     text = str(info.value)
     assert "cupy ndarray" in text or "CuPy array" in text, text
     assert re.search(r"(test_cupy|op_table\w*)\.py:\d+", text), text  # the user's line (a row's is in op_table*.py)
+
+
+# -- values, host copies, seeds and .grad -----------------------------------------------------------------
+
+
+def test_tensor_keeps_a_cupy_value_and_copies_to_the_host_only_when_asked(cp):
+    x = cp.asarray(np.array([[1.5, -2.0], [3.0, 4.0]]))
+    for t in (dg.tensor(x), dg.tensor(x, requires_grad=True), dg.Tensor(x), dg.tensor(x, dtype=np.float32)):
+        assert is_cupy(t._value) and t.shape == (2, 2)
+        assert t._value is not x  # copied on the device, as dg.tensor copies NumPy data
+    assert dg.tensor(x, dtype=np.float32).dtype == np.float32
+    t = dg.tensor(x)
+    host = t.numpy()
+    assert type(host) is np.ndarray and not host.flags.writeable
+    np.testing.assert_array_equal(host, [[1.5, -2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(np.asarray(t), host)
+    assert t.tolist() == [[1.5, -2.0], [3.0, 4.0]]
+    one = dg.sum(t)
+    assert is_cupy(one._value)
+    assert float(one) == 6.5 and one.item() == 6.5 and bool(one) is True and int(one) == 6
+    assert repr(dg.tensor(cp.asarray(np.array([1.0, 2.0])), requires_grad=True)) == \
+        "tensor([1., 2.], device='cuda:0', requires_grad=True)"
+
+
+def test_backward_seed_and_grad_follow_the_cupy_type(cp):
+    x0 = np.array([0.5, -1.0, 2.0])
+    x = dg.tensor(cp.asarray(x0), requires_grad=True)
+    y = dg.sum(dg.sin(x) * x + 2.0 * x - x / 3.0)  # Python numbers beside a CuPy tensor are fine
+    y.backward()  # the seed is made with like=: a CuPy one
+    expected = np.cos(x0) * x0 + np.sin(x0) + 2.0 - 1.0 / 3.0
+    assert is_cupy(x.grad._value)
+    np.testing.assert_allclose(_host(x.grad._value), expected, rtol=1e-12)
+    dg.sum(x * x).backward()  # accumulation stays on the device
+    assert is_cupy(x.grad._value)
+    np.testing.assert_allclose(_host(x.grad._value), expected + 2 * x0, rtol=1e-12)
+    x.zero_grad(set_to_none=False)
+    assert is_cupy(x.grad._value) and not _host(x.grad._value).any()
+    z = dg.tensor(cp.asarray(x0), requires_grad=True)
+    (dg.sum(z) * 3.0).backward(grad=2.0)  # a Python number as grad= becomes a CuPy seed
+    np.testing.assert_allclose(_host(z.grad._value), [6.0, 6.0, 6.0])
+
+
+def test_grad_value_and_grad_and_vjp_on_cupy_arrays(cp):
+    x0 = np.array([[0.3, -1.2], [2.0, 0.7]])
+    x = cp.asarray(x0)
+    g = dg.grad(lambda a: dg.sum(dg.tanh(a) * 2.0))(x)
+    assert is_cupy(g)
+    np.testing.assert_allclose(_host(g), 2 / np.cosh(x0) ** 2, rtol=1e-12)
+    value, (gw, gb) = dg.value_and_grad(lambda w, b: dg.sum(dg.exp(w * b)), argnums=(0, 1))(x, cp.asarray(x0[0]))
+    assert is_cupy(gw) and is_cupy(gb)
+    np.testing.assert_allclose(_host(gw), x0[0] * np.exp(x0 * x0[0]), rtol=1e-12)
+    np.testing.assert_allclose(_host(gb), (x0 * np.exp(x0 * x0[0])).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(float(value), np.exp(x0 * x0[0]).sum(), rtol=1e-12)
+    # an input the function does not use gets zeros of its own type
+    unused = dg.grad(lambda a, b: dg.sum(a * a), argnums=1)(x, cp.asarray(x0))
+    assert is_cupy(unused) and not _host(unused).any()
+
+
+def test_setting_grad_and_value_keeps_the_device(cp):
+    t = dg.tensor(cp.asarray(np.zeros(3)), requires_grad=True)
+    t.grad = cp.asarray(np.ones(3))
+    assert is_cupy(t.grad._value)
+    with pytest.raises(TypeError, match=r"Tensor.grad: the gradient is a numpy ndarray, but the tensor holds a cupy "
+                                        r"ndarray; move it with cupy.asarray\(g\) or g.get\(\).*test_cupy.py:\d+"):
+        t.grad = np.ones(3)
+    np.testing.assert_array_equal(_host(t.grad._value), np.ones(3))  # unchanged by the refused set
+    t.value = cp.asarray(np.arange(3.0))
+    np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match=r"Tensor.value: mixes a cupy ndarray \(GPU memory\) with a numpy ndarray "
+                                        r"\(host memory\).*test_cupy.py:\d+"):
+        t.value = np.ones(3)
+    np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0])
+
+
+# -- mixing errors ----------------------------------------------------------------------------------------
+
+_MIX = r"mixes a cupy ndarray \(GPU memory\) with a numpy ndarray \(host memory\).*cupy.asarray\(x\).*x.get\(\)"
+
+
+def test_cupy_with_numpy_in_an_op_names_the_op_both_types_and_the_line(cp):
+    c = dg.tensor(cp.asarray(np.ones(3)), requires_grad=True)
+    n = dg.tensor(np.ones(3), requires_grad=True)
+    for f, op in [(lambda: c * n, "multiply"), (lambda: n + c, "add"), (lambda: dg.exp(c) @ np.ones(3), "matmul"),
+                  (lambda: c * np.ones(3), "multiply"), (lambda: dg.where(c > 0, c, np.zeros(3)), "where")]:
+        with pytest.raises(TypeError, match=op + ": " + _MIX + r".*\(inputs: .*cupy ndarray.*test_cupy.py:\d+"):
+            f()
+
+
+def test_a_numpy_grad_for_a_cupy_output_is_refused_in_backward(cp):
+    c = dg.tensor(cp.asarray(np.ones(3)), requires_grad=True)
+    with pytest.raises(TypeError, match="backward: " + _MIX + r".*test_cupy.py:\d+"):
+        (c * 2.0).backward(np.ones(3))
+    assert c.grad is None  # nothing was accumulated
+    n = dg.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(TypeError, match="backward: " + _MIX + r".*test_cupy.py:\d+"):
+        (n * 2.0).backward(cp.asarray(np.ones(3)))
+
+
+def test_a_rule_giving_a_numpy_cotangent_for_a_cupy_value_is_refused(cp, monkeypatch):
+    """A faulty gradient rule (here exp's, replaced by one making a host array) must not leave a NumPy
+    gradient on a CuPy tensor, nor fail inside the sweep with CuPy's bare message."""
+    monkeypatch.setattr(dg.exp.op, "vjp", (lambda g, out, x: np.full(3, 2.0),))
+    c = dg.tensor(cp.asarray(np.ones(3)), requires_grad=True)
+    with pytest.raises(TypeError, match=r"backward: the gradient of a cupy ndarray leaf came out as a numpy ndarray"
+                                        r".*like=g.*test_cupy.py:\d+"):
+        dg.sum(dg.exp(c)).backward()
+    assert c.grad is None
+    d = dg.tensor(cp.asarray(np.ones(3)), requires_grad=True)
+    with pytest.raises(TypeError, match=r"backward: a CuPy array met a NumPy array in the backward pass .*like=g.*"
+                                        r"test_cupy.py:\d+"):
+        dg.sum(dg.exp(d) + d * d).backward()  # the host cotangent meets the device one inside the sweep
+    assert d.grad is None
+
+
+def test_mixing_error_is_none_without_mixing(cp):
+    c = cp.asarray(np.ones(2))
+    assert mixing_error("add", (c, 2.0, np.float32(1.0))) is None  # numbers are no NumPy arrays
+    assert mixing_error("add", (np.ones(2), np.ones(2))) is None
+    assert mixing_error("add", (c, np.ones(2))) is not None
+    assert array_type_name(c) == "cupy ndarray" and is_foreign(c) and not is_foreign(np.ones(2))
+
+
+def test_cupy_with_dask_is_refused_in_the_op(fake, monkeypatch):
+    """Dask registers CuPy as a chunk type, so it takes a CuPy operand lazily and CuPy's refusal would come
+    only at compute time; dagrad refuses in the op. The stand-in is registered as a chunk type for this."""
+    da = pytest.importorskip("dask.array")
+    from dask.array import chunk_types
+
+    monkeypatch.setattr(chunk_types, "_HANDLED_CHUNK_TYPES", [*chunk_types._HANDLED_CHUNK_TYPES, fake.ndarray])
+    lazy = dg.tensor(da.from_array(np.ones(4), chunks=2), requires_grad=True)
+    gpu = fake.asarray(np.ones(4))
+    with pytest.raises(TypeError, match=r"multiply: mixes a cupy ndarray \(GPU memory\) with a dask Array \(host "
+                                        r"memory\).*test_cupy.py:\d+"):
+        lazy * gpu
+    with pytest.raises(TypeError, match=r"add: mixes a cupy ndarray .* with a dask Array .*test_cupy.py:\d+"):
+        dg.tensor(gpu) + lazy
+
+
+def test_cupy_with_dask_unregistered_is_refused_too(fake):
+    da = pytest.importorskip("dask.array")
+    lazy = dg.tensor(da.from_array(np.ones(4), chunks=2))
+    with pytest.raises(TypeError, match=r"multiply: mixes a cupy ndarray .* with a dask Array .*test_cupy.py:\d+"):
+        lazy * fake.asarray(np.ones(4))
+
+
+def test_numpy_path_needs_no_cupy_import():
+    """The checks ask sys.modules: without CuPy imported nothing changes for NumPy values."""
+    if "cupy" in sys.modules:
+        pytest.skip("CuPy is imported in this process")
+    assert not is_cupy(np.ones(2)) and mixing_error("add", (np.ones(2), np.ones(2))) is None
+    x = dg.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    dg.sum(x * x).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
+
+
+def _well_conditioned(n, seed):
+    a = np.random.default_rng(seed).uniform(-1.0, 1.0, (n, n))
+    return a @ a.T + n * np.eye(n)  # symmetric positive definite: every op below is defined there
+
+
+@pytest.mark.parametrize("f", [dg.linalg.inv, dg.linalg.det, lambda a: dg.linalg.solve(a, dg.sum(a, axis=0) * 0.5)],
+                         ids=["inv", "det", "solve"])
+def test_linear_algebra_on_cupy_matrices(cp, f):
+    a0 = _well_conditioned(3, 4)
+    a = dg.tensor(cp.asarray(a0), requires_grad=True)
+    expected = dg.tensor(a0, requires_grad=True)
+    out, ref = f(a), f(expected)
+    assert is_cupy(out._value)
+    np.testing.assert_allclose(_host(out._value), ref.numpy(), rtol=1e-10, atol=1e-12)
+    dg.sum(out * out).backward()
+    dg.sum(ref * ref).backward()
+    assert is_cupy(a.grad._value)
+    np.testing.assert_allclose(_host(a.grad._value), expected.grad.numpy(), rtol=1e-8, atol=1e-10)

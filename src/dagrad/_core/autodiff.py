@@ -14,8 +14,18 @@ from sys import modules as _sys_modules
 
 import numpy as np
 
-from .backends import (array_type_name, as_dtype, copy_as, has_unknown_size, is_cupy, is_dask, is_foreign,
-                       mixing_error, ones, unknown_size_error)
+from .backends import (
+    array_type_name,
+    as_dtype,
+    copy_as,
+    has_unknown_size,
+    is_cupy,
+    is_dask,
+    is_foreign,
+    mixing_error,
+    ones,
+    unknown_size_error,
+)
 from .errors import _provenance, location, user_error, user_line
 from .op import anomaly_checks
 from .shapes import dtype_of as _dtype

@@ -17,8 +17,18 @@ from sys import _getframe
 
 import numpy as np
 
-from .backends import (array_type_name, as_dtype, copy_as, has_unknown_size, is_cupy, is_dask, is_foreign,
-                       mixing_error, to_numpy, unknown_size_error)
+from .backends import (
+    array_type_name,
+    as_dtype,
+    copy_as,
+    has_unknown_size,
+    is_cupy,
+    is_dask,
+    is_foreign,
+    mixing_error,
+    to_numpy,
+    unknown_size_error,
+)
 from .errors import _PACKAGE_DIR, code_line, user_error
 
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
