@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 
 from ._core.autodiff import check_numeric, reverse_sweep
-from ._core.backends import as_dtype, is_dask, ones, zeros
+from ._core.backends import as_dtype, is_foreign, ones, zeros
 from ._core.errors import user_error
 from ._core.ir import Symbol
 from ._core.op import batch_broadcast, make_dual
@@ -27,7 +27,7 @@ _next_level = itertools.count(1).__next__  # each transform boxes its inputs at 
 
 def _differentiable_input(x, where):
     """The value to box for a transform input: Tensors as they are, numbers as arrays."""
-    value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) or is_dask(x) else np.asarray(x)
+    value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) or is_foreign(x) else np.asarray(x)
     if _dtype(value).kind not in "fc":
         raise user_error(TypeError, where, f"can only differentiate with respect to floating-point or complex inputs, "
                          f"got dtype {_dtype(value)} (pass a float such as 1.0 instead of 1)")
@@ -63,7 +63,7 @@ def _filled_like(x, fill):
 
 def _as_values(x, dtype):
     """A cotangent or tangent the user gave, as an array of `dtype` (a Dask array stays lazy)."""
-    return as_dtype(x, dtype) if is_dask(x) else np.asarray(x, dtype=dtype)
+    return as_dtype(x, dtype) if is_foreign(x) else np.asarray(x, dtype=dtype)
 
 
 def _unbox(x, level):
@@ -87,7 +87,7 @@ def _finish_ct(ct, original, like_value):
     elif _dtype(like_value).kind == "c" and _dtype(ct).kind != "c":  # a complex input's gradient is complex
         ct = astype(ct, _dtype(like_value))
     if type(original) is Tensor and original._level == 0:
-        return ct if isinstance(ct, Tensor) else _leaf(ct if is_dask(ct) else np.asarray(ct), False)
+        return ct if isinstance(ct, Tensor) else _leaf(ct if is_foreign(ct) else np.asarray(ct), False)
     return ct.copy() if isinstance(ct, np.ndarray) and not ct.flags.writeable else ct
 
 

@@ -10,10 +10,22 @@ from __future__ import annotations
 import math
 from heapq import heappop, heappush
 from sys import getrefcount
+from sys import modules as _sys_modules
 
 import numpy as np
 
-from .backends import as_dtype, has_unknown_size, is_dask, ones, unknown_size_error
+from .backends import (
+    array_type_name,
+    as_dtype,
+    copy_as,
+    has_unknown_size,
+    is_cupy,
+    is_dask,
+    is_foreign,
+    mixing_error,
+    ones,
+    unknown_size_error,
+)
 from .errors import _provenance, location, user_error, user_line
 from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
@@ -229,9 +241,13 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
             seed = grad
         else:
             raw = grad._raw() if isinstance(grad, Tensor) else grad
-            # the seed follows the output's array type: a NumPy cotangent of a Dask output becomes a Dask array
-            like = tensor._value if is_dask(tensor._value) else None
-            seed = as_dtype(raw, dtype) if is_dask(raw) else np.asarray(raw, dtype=dtype, like=like)
+            err = mixing_error("backward", (tensor._value, raw))  # a NumPy grad= for a CuPy output, or back
+            if err is not None:
+                raise err
+            # the seed follows the output's array type: a NumPy cotangent of a Dask output becomes a Dask array,
+            # a number given for a CuPy output becomes a CuPy array
+            like = tensor._value if is_foreign(tensor._value) else None
+            seed = as_dtype(raw, dtype) if is_foreign(raw) else np.asarray(raw, dtype=dtype, like=like)
         if _shape(seed) != shape:
             raise user_error(ValueError, "backward", f"grad has shape {_shape(seed)} but the output has shape "
                              f"{shape}", tensor, seed)
@@ -244,23 +260,54 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
             leaves = reverse_sweep([tensor], [seed], 0, graph_mode=True, free=not retain_graph)
         for leaf, ct in leaves.items():
             if not isinstance(ct, Tensor):
-                ct = _leaf(as_dtype(ct, leaf.dtype) if is_dask(ct) else np.array(ct, dtype=leaf.dtype), False)
+                ct = _leaf(copy_as(ct, leaf.dtype) if is_foreign(ct) else np.array(ct, dtype=leaf.dtype), False)
             leaf._grad = ct if leaf._grad is None else leaf._grad + ct
             if leaf._grad.dtype != leaf.dtype:  # a rule's cotangent may promote; .grad keeps the leaf's dtype
                 leaf._grad = leaf._grad.astype(leaf.dtype)
         return
-    leaves = reverse_sweep([tensor], [seed], 0, free=not retain_graph)
+    try:
+        leaves = reverse_sweep([tensor], [seed], 0, free=not retain_graph)
+    except TypeError as err:
+        mixing = _backward_mixing(err)
+        if mixing is None:
+            raise
+        raise mixing from err
     for leaf, ct, references in _with_references(leaves):
+        if type(ct) is not type(leaf._value) and is_cupy(ct) != is_cupy(leaf._value):
+            raise _leaf_mixing(leaf, ct)
         if leaf._grad is not None:
             total = leaf._grad._raw() + ct
             leaf._grad = _leaf(total if total.dtype == leaf._value.dtype else total.astype(leaf._value.dtype), False)
         elif (references <= _SOLE and type(ct) is np.ndarray and ct.base is None and ct.flags.writeable
               and ct.dtype == leaf._value.dtype):
             leaf._grad = _leaf(ct, False)  # a fresh array no one else holds: kept without a copy
-        elif is_dask(ct):  # lazy: written in place by no one, so kept without a copy (np.array would compute it)
-            leaf._grad = _leaf(as_dtype(ct, leaf._value.dtype), False)
+        elif is_foreign(ct):  # a Dask array lazily cast, not computed (as np.array would); a CuPy one copied on its GPU
+            leaf._grad = _leaf(copy_as(ct, leaf._value.dtype), False)
         else:
             leaf._grad = _leaf(np.array(ct, dtype=leaf._value.dtype), False)  # shared (the seed, an input, ...)
+
+
+# how CuPy refuses a NumPy array: in its functions and operators, and in its __array__
+_CUPY_REFUSALS = ("Unsupported type <class 'numpy.ndarray'>", "Implicit conversion to a NumPy array is not allowed")
+
+
+def _backward_mixing(err):
+    """A TypeError raised in the reverse sweep but not by an op (a custom rule's cotangent added to the
+    others, say) becomes a mixing error when it is CuPy's refusal of a NumPy array; else None."""
+    if getattr(err, "_dagrad_explained", False) or "cupy" not in _sys_modules:
+        return None
+    if not any(text in str(err) for text in _CUPY_REFUSALS):
+        return None
+    return user_error(TypeError, "backward", f"a CuPy array met a NumPy array in the backward pass ({err}): "
+                      "every cotangent must have its value's array type (a custom rule's too: make its arrays "
+                      "with like=g, or cupy.asarray(x))")
+
+
+def _leaf_mixing(leaf, ct):
+    """The error for a leaf whose gradient came out in host memory for a value on the GPU, or back."""
+    return user_error(TypeError, "backward", f"the gradient of a {array_type_name(leaf._value)} leaf came out as a "
+                      f"{array_type_name(ct)} (a custom rule's cotangent?); a gradient has its value's array type: "
+                      "make it with like=g, or move it with cupy.asarray(x) / x.get()", leaf._value, ct)
 
 
 def _with_references(mapping):

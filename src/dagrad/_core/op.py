@@ -19,13 +19,15 @@ from sys import _getframe
 
 import numpy as np
 
-from .backends import is_dask
+from .backends import check_dask_mixing, is_dask, mixing_error
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
 from .shapes import broadcast_shapes, shape_of
 from .tensor import Batched, Dual, Tensor, _grad_mode, _leaf, _new, next_seq
 
 REGISTRY: dict[str, Op] = {}
+_ndarray = np.ndarray
+_SCALARS = (np.generic, Tensor)  # outputs that are no Dask array: scalars, a transform's boxes
 _INSIDE = {}  # file name -> whether it is dagrad's own (provenance skips those frames)
 
 
@@ -144,13 +146,20 @@ def refuse_lazy(op, values):
                              "first (.compute()) if it fits in memory", *values)
 
 
+def _op_error(op, values, err):
+    """The error for an exception raised inside `op`'s forward: operands that mix CuPy with NumPy or Dask
+    arrays (which CuPy refuses) get an error naming both array types, others `op_error`'s. Only ever
+    computed after a failure, so the check costs NumPy's path nothing."""
+    return mixing_error(op.name, values) or op_error(op.name, values, err)
+
+
 def _call_forward(op, values, attrs):
     if op.numpy_only:
         refuse_lazy(op, values)
     try:
         return op.forward(*values) if attrs is None else op.forward(*values, **attrs)
     except Exception as err:
-        raise op_error(op.name, values, err) from err
+        raise _op_error(op, values, err) from err
 
 
 # Anomaly mode (dg.detect_anomaly, _core/anomaly.py) turns these on through `set_anomaly_checks`:
@@ -173,7 +182,12 @@ def anomaly_checks():
 
 def _result(op, out, inputs, attrs, record, level=0):
     """An op's result box at `level`: it records op, inputs and attrs when `record`."""
-    if _ANOMALY and not isinstance(out, Tensor):  # the innermost level computed `out` itself
+    if type(out) is not _ndarray:
+        if _ANOMALY and not isinstance(out, Tensor):  # the innermost level computed `out` itself
+            _CHECK_FORWARD(op, out, inputs)
+        if not isinstance(out, _SCALARS):  # Dask accepts CuPy beside NumPy lazily: caught here, not at compute
+            check_dask_mixing(op.name, out, [a._value if isinstance(a, Tensor) else a for a in inputs])
+    elif _ANOMALY:
         _CHECK_FORWARD(op, out, inputs)
     t = _new(Tensor)
     t._value = out
@@ -418,13 +432,13 @@ def _unary_function(op):
             try:
                 out = forward(x._value)
             except Exception as err:
-                raise op_error(op.name, (x._value,), err) from err
+                raise _op_error(op, (x._value,), err) from err
             return _result(op, out, (x,), None, differentiable and x._requires_grad)
         if not isinstance(x, Tensor):
             try:
                 return forward(x)
             except Exception as err:
-                raise op_error(op.name, (x,), err) from err
+                raise _op_error(op, (x,), err) from err
         return apply(op, (x,))
 
     return function
@@ -454,14 +468,14 @@ def _binary_function(op):
             try:
                 out = forward(va, vb)
             except Exception as err:
-                raise op_error(op.name, (va, vb), err) from err
+                raise _op_error(op, (va, vb), err) from err
             record = differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad))
             return _result(op, out, (a, b), None, record)
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             try:
                 return forward(a, b)
             except Exception as err:
-                raise op_error(op.name, (a, b), err) from err
+                raise _op_error(op, (a, b), err) from err
         return apply(op, (a, b))
 
     return function

@@ -17,7 +17,18 @@ from sys import _getframe
 
 import numpy as np
 
-from .backends import as_dtype, has_unknown_size, is_dask, unknown_size_error
+from .backends import (
+    array_type_name,
+    as_dtype,
+    copy_as,
+    has_unknown_size,
+    is_cupy,
+    is_dask,
+    is_foreign,
+    mixing_error,
+    to_numpy,
+    unknown_size_error,
+)
 from .errors import _PACKAGE_DIR, code_line, user_error
 
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
@@ -227,7 +238,14 @@ class Tensor:
         if is_dask(current):
             raise user_error(TypeError, "Tensor.value", "cannot write into a Dask array in place (it is lazy: its "
                              "values are computed when asked for); make a new tensor from the new values", self)
-        arr = new.numpy() if isinstance(new, Tensor) else np.asarray(new)
+        if is_cupy(current):  # stays on the GPU: the new values must be there already (or be a number)
+            arr = new._raw() if isinstance(new, Tensor) else new
+            err = mixing_error("Tensor.value", (current, arr))
+            if err is not None:
+                raise err
+            arr = np.asarray(arr, like=current)
+        else:
+            arr = new.numpy() if isinstance(new, Tensor) else np.asarray(new)
         if arr.shape != current.shape:
             raise user_error(ValueError, "Tensor.value", f"cannot set values of shape {arr.shape} into a tensor of "
                              f"shape {current.shape}", self)
@@ -251,7 +269,7 @@ class Tensor:
     @grad.setter
     def grad(self, new):
         if new is not None:
-            if not isinstance(new, (Tensor, np.ndarray)) and not is_dask(new):
+            if not isinstance(new, (Tensor, np.ndarray)) and not is_foreign(new):
                 raise user_error(TypeError, "Tensor.grad", f"can be set to None or a Tensor or array of shape "
                                  f"{tuple(self.shape)}, got {type(new).__name__}")
             if is_symbolic(new):
@@ -264,10 +282,15 @@ class Tensor:
             if dtype != self.dtype:
                 raise user_error(TypeError, "Tensor.grad", f"the gradient has dtype {dtype}, but the tensor has "
                                  f"dtype {self.dtype}", self)
+            raw = new._raw() if isinstance(new, Tensor) else new
+            if is_cupy(raw) != is_cupy(self._value):  # the sum of the next backward would mix them
+                raise user_error(TypeError, "Tensor.grad", f"the gradient is a {array_type_name(raw)}, but the "
+                                 f"tensor holds a {array_type_name(self._value)}; move it with cupy.asarray(g) "
+                                 "or g.get()", self, raw)
             if isinstance(new, np.ndarray):
                 new = _leaf(np.array(new), False)
-            elif not isinstance(new, Tensor):  # a Dask array: lazy, never written in place, so not copied
-                new = _leaf(new, False)
+            elif not isinstance(new, Tensor):  # a CuPy array copied on its GPU; a Dask array is lazy, not copied
+                new = _leaf(copy_as(new, dtype), False)
         note_grad_change(self)
         self._grad = new
 
@@ -328,7 +351,8 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The values as a read-only NumPy array (no copy, no graph); `.numpy().copy()` is writable.
 
-        A Dask array's values are computed here (the one explicit compute, as `float(t)`, `t.item()`).
+        A Dask array's values are computed here (the one explicit compute, as `float(t)`, `t.item()`); a
+        CuPy array's are copied from the GPU to the host (the one explicit copy).
 
         >>> t = tensor([1.0, 2.0])
         >>> t.numpy()
@@ -336,14 +360,14 @@ class Tensor:
         >>> t.numpy().flags.writeable
         False
         """
-        arr = np.asarray(self._raw())
+        arr = to_numpy(self._raw())  # a CuPy array is copied to the host here
         if arr.flags.writeable:
             arr = arr.view()
             arr.flags.writeable = False
         return arr
 
     def item(self):
-        """The single value as a Python number (a Dask array's is computed)."""
+        """The single value as a Python number (a Dask array's is computed, a CuPy array's copied to the host)."""
         self._check_one_element("item()", "only a one-element tensor converts to a Python scalar")
         return self.numpy().item()
 
@@ -357,6 +381,7 @@ class Tensor:
             raise user_error(ValueError, where, f"{message}, got shape {tuple(shape)}", self)
 
     def tolist(self):
+        """The values as nested Python lists (a Dask array's computed, a CuPy array's copied to the host)."""
         return self.numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -416,6 +441,8 @@ class Tensor:
             arr = np.asarray(self.numpy())
             body = np.array2string(arr, separator=", ", prefix="tensor(")
             extras = [] if arr.dtype in (np.float64, np.int64, np.bool_) else [f"dtype={arr.dtype}"]
+            if type(raw) is not np.ndarray and is_cupy(raw):  # printed from a host copy; says where it lives
+                extras.append(f"device='cuda:{raw.device.id}'")
         if self._requires_grad:
             extras.append("requires_grad=True" if self.op is None else f"op={self.op.name}")
         if self._level:
@@ -475,9 +502,10 @@ class Batched(Tensor):
 def _as_array(data, dtype, where, requires_grad=False):
     if isinstance(data, Tensor):
         data = data._raw()
-    if is_dask(data):
-        # kept lazy, not loaded: a shallow copy (Dask's `copy` shares the chunks) so that a later
-        # `data[...] = v` on the user's array, which rebinds its graph, does not change the tensor
+    if is_foreign(data):
+        # a Dask array kept lazy, not loaded: a shallow copy (Dask's `copy` shares the chunks) so that a later
+        # `data[...] = v` on the user's array, which rebinds its graph, does not change the tensor. A CuPy
+        # array is copied on its GPU, never through the host
         value = as_dtype(data.copy(), dtype)
     else:
         try:
