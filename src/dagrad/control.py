@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.backends import as_dtype, has_unknown_size, is_dask, unknown_size_error
 from ._core.errors import user_error
 from ._core.ir import Graph, Symbol, graph_state, new_symbol, walk
 from ._core.op import Op, apply, batch_broadcast
@@ -175,7 +176,9 @@ def _outputs(graph, leaves, where, fn):
         elif isinstance(leaf, Tensor) and (leaf._symbolic or leaf._level or leaf._requires_grad):
             outputs.append(graph.enclose(leaf))
         else:
-            value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
+            value = leaf._value if isinstance(leaf, Tensor) else leaf
+            if not is_dask(value):  # a Dask constant stays lazy
+                value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
             if value.dtype.kind not in "biuf":
                 raise user_error(TypeError, where, f"{_name(fn)} returned a {type(leaf).__name__} of dtype "
                                  f"{value.dtype}; it must return arrays (bool, integer or float)")
@@ -193,7 +196,7 @@ def _operand(value, where):
     number too, so that its dtype is the one traced)."""
     if value is None or isinstance(value, Tensor):
         return value
-    array = np.asarray(value)
+    array = value if is_dask(value) else np.asarray(value)  # np.asarray would compute a Dask array
     if array.dtype.kind not in "biuf":
         raise user_error(TypeError, where, f"an operand of type {type(value).__name__} (dtype {array.dtype}) is not "
                          "an array of numbers")
@@ -256,7 +259,9 @@ class _Layout:
     def pack(self, values):
         """NumPy: one fresh array."""
         if self.single:
-            return np.array(values[0], dtype=self.dtype)
+            value = values[0]
+            # np.array would compute a Dask value; Dask arrays are never written in place, so no copy is needed
+            return as_dtype(value, self.dtype) if is_dask(value) else np.array(value, dtype=self.dtype)
         parts = [np.ravel(v).view(self.dtype) if bit else np.ravel(v) for v, bit in zip(values, self.bitcast)]
         return np.concatenate(parts, dtype=self.dtype) if parts else np.zeros(0, self.dtype)
 
@@ -695,7 +700,7 @@ def fori_loop(lower, upper, body_fun, init_val):
                              f"{_shown([_aval_of(lower), _aval_of(upper)])}")
         bounds.append(bound)
     if not any(is_symbolic(b) for b in bounds):
-        lower, upper = (int(np.asarray(b._value if isinstance(b, Tensor) else b)) for b in bounds)
+        lower, upper = (int(_decided(b, "fori_loop")) for b in bounds)
         if not _graph_mode(*tree_flatten(init_val)[0]):
             val = init_val
             for i in range(lower, upper):
@@ -744,7 +749,7 @@ def _while(cond_fun, body_fun, init, where, named):
         val = init
         while True:
             pred = _truth(cond_fun(val), where, f'the result of {_name(cond_fun)}')
-            flags = np.asarray(_innermost(pred))
+            flags = _decided(pred, where)
             if not flags.any():  # (one flag per example under vmap: until every example is done)
                 return val
             new = body_fun(val)
@@ -776,6 +781,16 @@ def _innermost(value):
     while isinstance(value, Tensor):
         value = value._value
     return value
+
+
+def _decided(value, where):
+    """The value of an eager predicate (or loop bound) as a NumPy array: it decides which Python code runs
+    next, so it must be known. A Dask value is computed here, as `bool(t)` computes one (JAX's eager cond and
+    while_loop read a concrete predicate too); only the predicate is, operands and results stay lazy."""
+    value = _innermost(value)
+    if is_dask(value) and has_unknown_size(value.shape):
+        raise unknown_size_error(where, value.shape)
+    return np.asarray(value)
 
 
 def _while_parts(inputs, attrs):
@@ -896,7 +911,7 @@ def cond(pred, true_fun, false_fun, *operands):
             true_out, false_out = true_fun(*operands), false_fun(*operands)
             _check_types("cond", false_fun, true_out, false_out, carry=False)
             return _each_example(pred, true_out, false_out)
-        taken, other = (true_fun, false_fun) if bool(np.asarray(_innermost(pred))) else (false_fun, true_fun)
+        taken, other = (true_fun, false_fun) if bool(_decided(pred, "cond")) else (false_fun, true_fun)
         out = taken(*operands)
         # the other branch is traced (not run), so that both are checked as JAX checks them
         with Graph():

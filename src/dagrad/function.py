@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ._core.backends import is_dask
 from ._core.errors import caller_line, location, user_error, user_line
 from ._core.op import Op, apply
 from ._core.shapes import dtype_of, shape_of
@@ -118,10 +119,8 @@ def _make_op(cls):
             _check_output(name, o)
         ctx._saved = tuple(_find(s, values, outs) for s in ctx._saved_raw)
         if isinstance(out, tuple):
-            outs = [np.asarray(o) for o in out]
-            ctx._outputs = [(o.shape, o.dtype) for o in outs]
-            dtype = np.result_type(*outs)
-            return np.concatenate([o.astype(dtype, copy=False).ravel() for o in outs])
+            packed, ctx._outputs = _packed_outputs(out)
+            return packed
         return out
 
     def shape(*shapes, ctx):
@@ -175,16 +174,24 @@ def _check_output(name, out):
     if isinstance(out, Tensor):
         raise user_error(TypeError, f"{name}.forward", "returned a Tensor: forward works on NumPy arrays and returns "
                          "them (use .numpy() inside forward, or return the array)")
-    if isinstance(out, (np.ndarray, np.generic)):
+    if isinstance(out, (np.ndarray, np.generic)) or is_dask(out):
         kind = out.dtype.kind
     elif isinstance(out, (bool, int, float, complex)):
         kind = "f"
     else:
         raise user_error(TypeError, f"{name}.forward", f"returned a {type(out).__name__}; forward returns a NumPy "
-                         "array (or number), or a tuple of them for several outputs")
+                         "array (or number, or a Dask array), or a tuple of them for several outputs")
     if kind not in "biufc":
         raise user_error(TypeError, f"{name}.forward", f"returned an array of dtype {out.dtype}: dagrad computes on "
                          "bool, integer, floating-point and complex values", out)
+
+
+def _packed_outputs(outs):
+    """Several outputs of a forward as the engine's one value, a flat array of their promoted dtype, and
+    their (shape, dtype). A Dask output stays lazy (np.asarray would compute it) and makes the value Dask."""
+    arrays = [o if is_dask(o) else np.asarray(o) for o in outs]
+    dtype = np.result_type(*(a.dtype for a in arrays))
+    return np.concatenate([a.astype(dtype, copy=False).ravel() for a in arrays]), [(a.shape, a.dtype) for a in arrays]
 
 
 def _find(saved, values, outs):
