@@ -238,8 +238,9 @@ def _checked_grads(name, result, inputs):
     if len(grads) != len(inputs):
         raise user_error(ValueError, f"{name}.backward", f"returned {len(grads)} gradient(s) for {len(inputs)} "
                          "input(s) (return one per input of forward, None for one without a gradient)")
-    # a Python int or flag argument has no gradient, nor has anything but a number or an array
-    grads = tuple(None if isinstance(x, int) or not isinstance(x, (Tensor, np.ndarray, float, np.generic)) else grad
+    # a Python int or flag argument has no gradient, nor has anything but a number or an array (a Dask one too)
+    grads = tuple(None if isinstance(x, int) or not (isinstance(x, (Tensor, np.ndarray, float, np.generic))
+                                                     or is_dask(x)) else grad
                   for grad, x in zip(grads, inputs))
     for k, (grad, x) in enumerate(zip(grads, inputs)):
         if grad is not None and tuple(shape_of(grad)) != tuple(shape_of(x)):
