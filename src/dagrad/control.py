@@ -428,6 +428,7 @@ def _scan(f, init, xs, length, reverse, where, index):
     call = f if index is not None else (lambda i, c, x: f(c, x))
     init_leaves, init_def = tree_flatten(init)
     xs_leaves, xs_def = tree_flatten(xs)
+    _known_sizes(init_leaves + xs_leaves, where)
     n = _length(xs_leaves, length, where)
     reverse = bool(reverse)
     if not _graph_mode(*init_leaves, *xs_leaves):
@@ -700,8 +701,9 @@ def fori_loop(lower, upper, body_fun, init_val):
                              f"{_shown([_aval_of(lower), _aval_of(upper)])}")
         bounds.append(bound)
     if not any(is_symbolic(b) for b in bounds):
-        lower, upper = (int(_decided(b, "fori_loop")) for b in bounds)
+        lower, upper = (int(_decided(b)) for b in bounds)
         if not _graph_mode(*tree_flatten(init_val)[0]):
+            _known_sizes(tree_flatten(init_val)[0], "fori_loop")
             val = init_val
             for i in range(lower, upper):
                 new = body_fun(np.int64(i), val)
@@ -746,10 +748,11 @@ def _truth(value, where, what):
 def _while(cond_fun, body_fun, init, where, named):
     leaves, tree = tree_flatten(init)
     if not _graph_mode(*leaves):
+        _known_sizes(leaves, where)
         val = init
         while True:
             pred = _truth(cond_fun(val), where, f'the result of {_name(cond_fun)}')
-            flags = _decided(pred, where)
+            flags = _decided(pred)
             if not flags.any():  # (one flag per example under vmap: until every example is done)
                 return val
             new = body_fun(val)
@@ -783,14 +786,20 @@ def _innermost(value):
     return value
 
 
-def _decided(value, where):
+def _decided(value):
     """The value of an eager predicate (or loop bound) as a NumPy array: it decides which Python code runs
     next, so it must be known. A Dask value is computed here, as `bool(t)` computes one (JAX's eager cond and
     while_loop read a concrete predicate too); only the predicate is, operands and results stay lazy."""
-    value = _innermost(value)
-    if is_dask(value) and has_unknown_size(value.shape):
-        raise unknown_size_error(where, value.shape)
-    return np.asarray(value)
+    return np.asarray(_innermost(value))
+
+
+def _known_sizes(leaves, where):
+    """Refuses a Dask operand whose chunk sizes are unknown: control flow compares the shapes its functions
+    return with their inputs' (and traces the branch not taken on them)."""
+    for leaf in leaves:
+        value = _innermost(leaf)
+        if is_dask(value) and has_unknown_size(value.shape):
+            raise unknown_size_error(where, value.shape)
 
 
 def _while_parts(inputs, attrs):
@@ -907,11 +916,12 @@ def cond(pred, true_fun, false_fun, *operands):
     leaves, tree = tree_flatten(operands)
     if not _graph_mode(pred, *leaves):
         _truth(pred, "cond", "pred")
+        _known_sizes(leaves, "cond")
         if _is_batched(pred):  # a predicate per example (vmap): both branches, chosen example by example
             true_out, false_out = true_fun(*operands), false_fun(*operands)
             _check_types("cond", false_fun, true_out, false_out, carry=False)
             return _each_example(pred, true_out, false_out)
-        taken, other = (true_fun, false_fun) if bool(_decided(pred, "cond")) else (false_fun, true_fun)
+        taken, other = (true_fun, false_fun) if bool(_decided(pred)) else (false_fun, true_fun)
         out = taken(*operands)
         # the other branch is traced (not run), so that both are checked as JAX checks them
         with Graph():
