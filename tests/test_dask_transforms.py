@@ -149,6 +149,14 @@ TRANSFORMS = {
     "fori_loop": lambda f, x: dg.fori_loop(0, 3, lambda i, v: v * 0.5 + 0.1 * dg.sum(f(v)), x),
     "vmap_fori_loop": lambda f, x: dg.vmap(lambda r: dg.fori_loop(0, 2, lambda i, v: v * 0.5 + f(r), f(r)))(x),
     "lax_map": lambda f, x: dg.lax.map(f, x),
+    # a predicate that does not depend on the data (a Python counter in the carry) computes nothing
+    "grad_while_loop": lambda f, x: dg.grad(lambda v: dg.sum(dg.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5 + 0.1 * dg.sum(f(c[1]))), (0, v))[1]))(x),
+    "jvp_while_loop": lambda f, x: dg.jvp(lambda v: dg.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5 + 0.1 * dg.sum(f(c[1]))), (0, v))[1],
+        (x,), (_like(x, CT),)),
+    "hessian_vector_product": lambda f, x: dg.hessian_vector_product(_scalar(f))(x, _like(x, CT)),
+    "make_jvp": lambda f, x: dg.make_jvp(f)(x)(_like(x, CT)),
     "cond_python_predicate": lambda f, x: dg.cond(True, f, lambda v: f(v) * 2.0, x),
     "vmap_cond_per_example": lambda f, x: dg.vmap(lambda r: dg.cond(dg.sum(r) > 0, f, lambda v: f(v) * 2.0, r))(x),
     "grad_vmap_cond": lambda f, x: dg.grad(lambda v: dg.sum(dg.vmap(
@@ -200,6 +208,28 @@ def test_vmap_grad_per_example_gradients_over_a_dask_batch_with_numpy_parameters
     np.testing.assert_allclose(per_example.compute(), by_hand, rtol=1e-12)
     for k in (0, 17, 39):  # and a plain loop of dg.grad over the rows
         np.testing.assert_allclose(per_example[k].compute(), dg.grad(loss)(w, x[k], y[k]), rtol=1e-12)
+
+
+def test_hessian_of_numpy_parameters_over_dask_data_for_a_newton_step():
+    """The Hessian of a logistic loss in NumPy parameters over Dask data (one Newton step's matrix): a lazy
+    reduction over the row chunks, equal to X^T diag(p (1 - p)) X / n written by hand."""
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((60, 3)), (rng.uniform(size=60) < 0.5).astype(np.float64)
+    w = rng.standard_normal(3) * 0.3
+    dx, dy = da.from_array(x, chunks=(20, 3)), da.from_array(y, chunks=20)
+
+    def loss(w, x, y):
+        p = dg.sigmoid(x @ w)
+        return -dg.mean(y * dg.log(p) + (1 - y) * dg.log(1 - p))
+
+    with _lazy():
+        h = dg.hessian(loss)(w, dx, dy)
+        g = dg.grad(loss)(w, dx, dy)
+    assert isinstance(h, da.Array) and isinstance(g, da.Array) and h.shape == (3, 3)
+    h, g = dask.compute(h, g)
+    p = 1 / (1 + np.exp(-(x @ w)))
+    np.testing.assert_allclose(h, (x * (p * (1 - p))[:, None]).T @ x / 60, rtol=1e-12)
+    np.testing.assert_allclose(g, x.T @ (p - y) / 60, rtol=1e-12)
 
 
 def test_vmap_keeps_a_dask_tensor_and_a_dask_closure_lazy():
@@ -303,6 +333,16 @@ def test_vmap_with_a_dask_index_predicate_under_jvp_stays_lazy():
     pick = (X[:, :1] > 0)
     np.testing.assert_allclose(out.compute(), np.where(pick, np.sin(X), np.cos(X)), rtol=1e-12)
     np.testing.assert_allclose(tangent.compute(), np.where(pick, np.cos(X), -np.sin(X)) * CT, rtol=1e-12)
+
+
+def test_building_a_static_graph_with_control_flow_over_a_dask_constant_computes_nothing():
+    """Graph mode: a Dask operand of scan or cond stays a lazy constant of the node (np.asarray loaded it)."""
+    dx = _dask(X)
+    with _lazy(), dg.Graph() as g:
+        c0 = dg.placeholder((4,), name="c0")
+        carry, ys = dg.scan(lambda c, r: (c + r, c * r), c0, dx)
+        picked = dg.cond(dg.sum(c0) > 0, lambda v: v + dx[0], lambda v: v - dx[0], c0)
+    assert len(g) > 0 and carry.shape == (4,) and ys.shape == (6, 4) and picked.shape == (4,)
 
 
 # ---------------------------------------------------------------- errors: clear, before anything is computed

@@ -263,7 +263,11 @@ class _Layout:
             # np.array would compute a Dask value; Dask arrays are never written in place, so no copy is needed
             return as_dtype(value, self.dtype) if is_dask(value) else np.array(value, dtype=self.dtype)
         parts = [np.ravel(v).view(self.dtype) if bit else np.ravel(v) for v, bit in zip(values, self.bitcast)]
-        return np.concatenate(parts, dtype=self.dtype) if parts else np.zeros(0, self.dtype)
+        if not parts:
+            return np.zeros(0, self.dtype)
+        if any(is_dask(p) for p in parts):  # Dask's concatenate takes no dtype=: each part is cast lazily
+            return np.concatenate([as_dtype(p, self.dtype) for p in parts])
+        return np.concatenate(parts, dtype=self.dtype)
 
     def pack_source(self, names, literal):
         """The same as Python source over `names`."""
@@ -796,8 +800,9 @@ def _decided(value):
 def _known_sizes(leaves, where):
     """Refuses a Dask operand whose chunk sizes are unknown: control flow compares the shapes its functions
     return with their inputs' (and traces the branch not taken on them)."""
-    for leaf in leaves:
-        value = _innermost(leaf)
+    for value in leaves:
+        while isinstance(value, Tensor) and not isinstance(value, Symbol):  # a node's value is itself
+            value = value._value
         if is_dask(value) and has_unknown_size(value.shape):
             raise unknown_size_error(where, value.shape)
 
