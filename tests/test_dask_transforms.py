@@ -253,6 +253,17 @@ def test_jacobian_of_an_eager_tensor_holding_dask_is_a_dask_tensor():
         np.testing.assert_allclose(j._value.compute(), np.diag(np.cos(X[0])), rtol=1e-12)
 
 
+def test_autograd_grad_of_a_dask_computation_stays_lazy():
+    """PyTorch's torch.autograd.grad: the seed, a Dask grad_output and the gradients stay Dask arrays."""
+    t = dg.tensor(_dask(X), requires_grad=True)
+    with _lazy():
+        (g,) = dg.autograd.grad(dg.sum(dg.sin(t)), t)
+        (h,) = dg.autograd.grad(dg.sin(t) * 2.0, t, grad_outputs=_dask(CT))
+    assert isinstance(g._value, da.Array) and isinstance(h._value, da.Array)
+    np.testing.assert_allclose(g._value.compute(), np.cos(X), rtol=1e-12)
+    np.testing.assert_allclose(h._value.compute(), 2 * np.cos(X) * CT, rtol=1e-12)
+
+
 def test_ravel_pytree_of_dask_leaves_stays_lazy():
     with _lazy():
         flat, unravel = dg.ravel_pytree({"a": _dask(X), "b": np.ones(2)})
