@@ -215,6 +215,8 @@ _OWN_DATA = "the row mixes in NumPy data of its own (np.eye to make a matrix wel
 _NUMPY_CODE = "its forward is NumPy-only code (np.asarray, math.erf through np.frompyfunc, SciPy's Python " \
               "functions, a write into a NumPy array): CuPy refuses the implicit conversion"
 _INDEX_ADD = "the gradient of indexing (index_add) writes into NumPy zeros (ops/shape.py): needs like=g"
+_INTEGER_INDEX = "an integer-array index (or the scatter-add of its gradient) held as a NumPy array meets the " \
+                  "CuPy values: refused as mixing"
 _RULE_CONSTANTS = "its gradient rule (or forward) makes NumPy constants (np.eye, a triangular mask, FFT weights) " \
                   "that meet the CuPy values: refused as mixing; they need like="
 NOT_ON_CUPY = {
@@ -224,7 +226,7 @@ NOT_ON_CUPY = {
     **dict.fromkeys(["erf", "digamma", "polygamma", "i1", "i1e", "iv", "ive", "j1", "jn", "y1", "yn", "gammainc",
                      "gammaincc", "betainc", "binary_cross_entropy", "convolve", "expm", "odeint", "setitem"],
                     _NUMPY_CODE),
-    **dict.fromkeys(["getitem", "index_add", "flip", "split", "pad", "trace"], _INDEX_ADD),
+    **dict.fromkeys(["pad", "trace"], _INDEX_ADD),
     **dict.fromkeys(["svd_u", "svd_vt", "qr_q", "qr_r", "irfftn", "tril", "triu"], _RULE_CONSTANTS),
 }
 # single rows of ops whose other rows run
@@ -235,9 +237,32 @@ NOT_ON_CUPY_ROWS = {
     **dict.fromkeys(["einsum('ii->')((3, 3),)", "einsum('ii->i')((3, 3),)", "einsum('ii')((3, 3),)",
                      "einsum('iij->j')((2, 2, 3),)", "einsum('ii,i->i')((3, 3), (3,))"],
                     "a repeated letter's gradient is an einsum with a NumPy identity: " + _RULE_CONSTANTS),
-    **dict.fromkeys(["norm(3, 4) {'ord': 2}", "norm(3, 4) {'ord': -2}",
-                     "norm(2, 3, 4) {'ord': 2, 'axis': (2, 0), 'keepdims': True}", "fftn s=(3, 2)",
-                     "rfft2 s=(3, 3) ortho", "repeat((3,),)"], _INDEX_ADD),
+    "repeat((3,),)": _INDEX_ADD,
+    # integer-array indices are NumPy arrays: they meet the CuPy values in the forward or in index_add's np.add.at
+    **dict.fromkeys([
+         'x[[0, 2, 0]]',
+         'x[mask]',
+         'index_add repeated',
+         'trace(3, 3) {}',
+         'diagonal(3, 3) {}',
+         "trace(3, 4) {'offset': 1}",
+         "diagonal(3, 4) {'offset': 1}",
+         "trace(3, 3) {'offset': -1}",
+         "diagonal(3, 3) {'offset': -1}",
+         "trace(2, 3, 3) {'axis1': 1, 'axis2': 2}",
+         "diagonal(2, 3, 3) {'axis1': 1, 'axis2': 2}",
+         "trace(3, 4, 2) {'offset': 1, 'axis1': 2, 'axis2': 0}",
+         "diagonal(3, 4, 2) {'offset': 1, 'axis1': 2, 'axis2': 0}",
+         'trace',
+         'diag(3,) k=0',
+         'diag(3,) k=1',
+         'diag(2,) k=-2',
+         'diag(3, 4) k=0',
+         'diag(3, 4) k=-1',
+         'diag(3, 4) k=2',
+         'trace(np.int64 offset and axes)',
+         'diag(x, np.int32(-1))',
+         'solve_banded((1, 1))'], _INTEGER_INDEX),
 }
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._core.autodiff import backward as _backward
 from ._core.autodiff import reverse_sweep
+from ._core.backends import as_dtype, is_dask, ones
 from ._core.errors import user_error
 from ._core.tensor import Tensor, _leaf, enable_grad
 from .function import Function, FunctionCtx
@@ -41,12 +42,14 @@ def _seeds(outputs, grad_outputs, create_graph, where):
             if out.size != 1:
                 raise user_error(RuntimeError, where, f"grad can be created implicitly only for one-element "
                                  f"outputs, got shape {out.shape}; pass grad_outputs", out)
-            g = np.ones(out.shape, out.dtype)
+            g = ones(out.shape, out.dtype, out._raw())  # a Dask output's seed is a Dask array
         elif tuple(np.shape(g)) != out.shape:
             raise user_error(ValueError, where, f"a grad_output of shape {tuple(np.shape(g))} for an output of "
                              f"shape {out.shape}", out)
-        seeds.append(g if create_graph and isinstance(g, Tensor) else
-                     _leaf(np.asarray(g._raw() if isinstance(g, Tensor) else g, dtype=out.dtype), False))
+        if not (create_graph and isinstance(g, Tensor)):
+            g = g._raw() if isinstance(g, Tensor) else g
+            g = _leaf(as_dtype(g, out.dtype) if is_dask(g) else np.asarray(g, dtype=out.dtype), False)
+        seeds.append(g)
     return seeds
 
 
@@ -77,8 +80,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if g is None and not allow_unused:
             raise user_error(RuntimeError, "autograd.grad", "one of the inputs was not used to compute the outputs; "
                              "pass allow_unused=True to get None for it", x)
-        if g is not None and not isinstance(g, Tensor):
-            g = _leaf(np.array(g, dtype=x.dtype), False)
+        if g is not None and not isinstance(g, Tensor):  # a Dask gradient stays lazy (np.array computed it)
+            g = _leaf(as_dtype(g, x.dtype) if is_dask(g) else np.array(g, dtype=x.dtype), False)
         results.append(g)
     return tuple(results)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.backends import as_dtype, has_unknown_size, is_dask, unknown_size_error
 from ._core.errors import user_error
 from ._core.ir import Graph, Symbol, graph_state, new_symbol, walk
 from ._core.op import Op, apply, batch_broadcast
@@ -175,7 +176,9 @@ def _outputs(graph, leaves, where, fn):
         elif isinstance(leaf, Tensor) and (leaf._symbolic or leaf._level or leaf._requires_grad):
             outputs.append(graph.enclose(leaf))
         else:
-            value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
+            value = leaf._value if isinstance(leaf, Tensor) else leaf
+            if not is_dask(value):  # a Dask constant stays lazy
+                value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
             if value.dtype.kind not in "biuf":
                 raise user_error(TypeError, where, f"{_name(fn)} returned a {type(leaf).__name__} of dtype "
                                  f"{value.dtype}; it must return arrays (bool, integer or float)")
@@ -193,7 +196,7 @@ def _operand(value, where):
     number too, so that its dtype is the one traced)."""
     if value is None or isinstance(value, Tensor):
         return value
-    array = np.asarray(value)
+    array = value if is_dask(value) else np.asarray(value)  # np.asarray would compute a Dask array
     if array.dtype.kind not in "biuf":
         raise user_error(TypeError, where, f"an operand of type {type(value).__name__} (dtype {array.dtype}) is not "
                          "an array of numbers")
@@ -256,9 +259,15 @@ class _Layout:
     def pack(self, values):
         """NumPy: one fresh array."""
         if self.single:
-            return np.array(values[0], dtype=self.dtype)
+            value = values[0]
+            # np.array would compute a Dask value; Dask arrays are never written in place, so no copy is needed
+            return as_dtype(value, self.dtype) if is_dask(value) else np.array(value, dtype=self.dtype)
         parts = [np.ravel(v).view(self.dtype) if bit else np.ravel(v) for v, bit in zip(values, self.bitcast)]
-        return np.concatenate(parts, dtype=self.dtype) if parts else np.zeros(0, self.dtype)
+        if not parts:
+            return np.zeros(0, self.dtype)
+        if any(is_dask(p) for p in parts):  # Dask's concatenate takes no dtype=: each part is cast lazily
+            return np.concatenate([as_dtype(p, self.dtype) for p in parts])
+        return np.concatenate(parts, dtype=self.dtype)
 
     def pack_source(self, names, literal):
         """The same as Python source over `names`."""
@@ -423,6 +432,7 @@ def _scan(f, init, xs, length, reverse, where, index):
     call = f if index is not None else (lambda i, c, x: f(c, x))
     init_leaves, init_def = tree_flatten(init)
     xs_leaves, xs_def = tree_flatten(xs)
+    _known_sizes(init_leaves + xs_leaves, where)
     n = _length(xs_leaves, length, where)
     reverse = bool(reverse)
     if not _graph_mode(*init_leaves, *xs_leaves):
@@ -695,8 +705,9 @@ def fori_loop(lower, upper, body_fun, init_val):
                              f"{_shown([_aval_of(lower), _aval_of(upper)])}")
         bounds.append(bound)
     if not any(is_symbolic(b) for b in bounds):
-        lower, upper = (int(np.asarray(b._value if isinstance(b, Tensor) else b)) for b in bounds)
+        lower, upper = (int(_decided(b)) for b in bounds)
         if not _graph_mode(*tree_flatten(init_val)[0]):
+            _known_sizes(tree_flatten(init_val)[0], "fori_loop")
             val = init_val
             for i in range(lower, upper):
                 new = body_fun(np.int64(i), val)
@@ -741,10 +752,11 @@ def _truth(value, where, what):
 def _while(cond_fun, body_fun, init, where, named):
     leaves, tree = tree_flatten(init)
     if not _graph_mode(*leaves):
+        _known_sizes(leaves, where)
         val = init
         while True:
             pred = _truth(cond_fun(val), where, f'the result of {_name(cond_fun)}')
-            flags = np.asarray(_innermost(pred))
+            flags = _decided(pred)
             if not flags.any():  # (one flag per example under vmap: until every example is done)
                 return val
             new = body_fun(val)
@@ -776,6 +788,23 @@ def _innermost(value):
     while isinstance(value, Tensor):
         value = value._value
     return value
+
+
+def _decided(value):
+    """The value of an eager predicate (or loop bound) as a NumPy array: it decides which Python code runs
+    next, so it must be known. A Dask value is computed here, as `bool(t)` computes one (JAX's eager cond and
+    while_loop read a concrete predicate too); only the predicate is, operands and results stay lazy."""
+    return np.asarray(_innermost(value))
+
+
+def _known_sizes(leaves, where):
+    """Refuses a Dask operand whose chunk sizes are unknown: control flow compares the shapes its functions
+    return with their inputs' (and traces the branch not taken on them)."""
+    for value in leaves:
+        while isinstance(value, Tensor) and not isinstance(value, Symbol):  # a node's value is itself
+            value = value._value
+        if is_dask(value) and has_unknown_size(value.shape):
+            raise unknown_size_error(where, value.shape)
 
 
 def _while_parts(inputs, attrs):
@@ -892,11 +921,12 @@ def cond(pred, true_fun, false_fun, *operands):
     leaves, tree = tree_flatten(operands)
     if not _graph_mode(pred, *leaves):
         _truth(pred, "cond", "pred")
+        _known_sizes(leaves, "cond")
         if _is_batched(pred):  # a predicate per example (vmap): both branches, chosen example by example
             true_out, false_out = true_fun(*operands), false_fun(*operands)
             _check_types("cond", false_fun, true_out, false_out, carry=False)
             return _each_example(pred, true_out, false_out)
-        taken, other = (true_fun, false_fun) if bool(np.asarray(_innermost(pred))) else (false_fun, true_fun)
+        taken, other = (true_fun, false_fun) if bool(_decided(pred)) else (false_fun, true_fun)
         out = taken(*operands)
         # the other branch is traced (not run), so that both are checked as JAX checks them
         with Graph():

@@ -28,7 +28,7 @@ from ._core.op import Op, apply
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Tensor
-from .function import _check_output, _split
+from .function import _check_output, _packed_outputs, _split
 from .ops.elementwise import astype, zeros_like
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, ravel
@@ -74,10 +74,8 @@ def _make_op(name, compute, vjp, jvp):
         call.treedef = treedef
         if treedef is None:
             return out
-        arrays = [np.asarray(leaf) for leaf in leaves]
-        call.outputs = [(a.shape, a.dtype) for a in arrays]
-        dtype = np.result_type(*arrays)
-        return np.concatenate([a.astype(dtype, copy=False).ravel() for a in arrays])
+        packed, call.outputs = _packed_outputs(leaves)
+        return packed
 
     def shape(*shapes, call):
         # forward on stand-ins of two sizes: a size that changes with the unknown sizes is unknown

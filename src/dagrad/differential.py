@@ -17,6 +17,7 @@ import inspect
 
 import numpy as np
 
+from ._core.backends import is_dask
 from ._core.errors import user_error
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
@@ -304,7 +305,7 @@ def ravel_pytree(pytree):
            [2., 2.]])
     """
     leaves, treedef = tree_flatten(pytree)
-    values = [leaf if isinstance(leaf, (Tensor, np.ndarray)) else np.asarray(leaf) for leaf in leaves]
+    values = [leaf if isinstance(leaf, (Tensor, np.ndarray)) or is_dask(leaf) else np.asarray(leaf) for leaf in leaves]
     for leaf, value in zip(leaves, values):
         if _dtype(value).kind not in "biufc":
             raise user_error(TypeError, "ravel_pytree", f"a leaf must be a bool, integer, floating-point or complex "

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ._core.backends import is_foreign
 from ._core.errors import caller_line, location, user_error, user_line
 from ._core.op import Op, apply
 from ._core.shapes import dtype_of, shape_of
@@ -118,10 +119,8 @@ def _make_op(cls):
             _check_output(name, o)
         ctx._saved = tuple(_find(s, values, outs) for s in ctx._saved_raw)
         if isinstance(out, tuple):
-            outs = [np.asarray(o) for o in out]
-            ctx._outputs = [(o.shape, o.dtype) for o in outs]
-            dtype = np.result_type(*outs)
-            return np.concatenate([o.astype(dtype, copy=False).ravel() for o in outs])
+            packed, ctx._outputs = _packed_outputs(out)
+            return packed
         return out
 
     def shape(*shapes, ctx):
@@ -175,16 +174,25 @@ def _check_output(name, out):
     if isinstance(out, Tensor):
         raise user_error(TypeError, f"{name}.forward", "returned a Tensor: forward works on NumPy arrays and returns "
                          "them (use .numpy() inside forward, or return the array)")
-    if isinstance(out, (np.ndarray, np.generic)):
+    if isinstance(out, (np.ndarray, np.generic)) or is_foreign(out):
         kind = out.dtype.kind
     elif isinstance(out, (bool, int, float, complex)):
         kind = "f"
     else:
         raise user_error(TypeError, f"{name}.forward", f"returned a {type(out).__name__}; forward returns a NumPy "
-                         "array (or number), or a tuple of them for several outputs")
+                         "array (or number, or a Dask or CuPy array), or a tuple of them for several outputs")
     if kind not in "biufc":
         raise user_error(TypeError, f"{name}.forward", f"returned an array of dtype {out.dtype}: dagrad computes on "
                          "bool, integer, floating-point and complex values", out)
+
+
+def _packed_outputs(outs):
+    """Several outputs of a forward as the engine's one value, a flat array of their promoted dtype, and
+    their (shape, dtype). A Dask or CuPy output stays as it is (np.asarray would compute or refuse it),
+    and the value is of its type."""
+    arrays = [o if is_foreign(o) else np.asarray(o) for o in outs]
+    dtype = np.result_type(*(a.dtype for a in arrays))
+    return np.concatenate([a.astype(dtype, copy=False).ravel() for a in arrays]), [(a.shape, a.dtype) for a in arrays]
 
 
 def _find(saved, values, outs):
@@ -231,8 +239,9 @@ def _checked_grads(name, result, inputs):
     if len(grads) != len(inputs):
         raise user_error(ValueError, f"{name}.backward", f"returned {len(grads)} gradient(s) for {len(inputs)} "
                          "input(s) (return one per input of forward, None for one without a gradient)")
-    # a Python int or flag argument has no gradient, nor has anything but a number or an array
-    grads = tuple(None if isinstance(x, int) or not isinstance(x, (Tensor, np.ndarray, float, np.generic)) else grad
+    # a Python int or flag argument has no gradient, nor has anything but a number or an array (a Dask one too)
+    grads = tuple(None if isinstance(x, int) or not (isinstance(x, (Tensor, np.ndarray, float, np.generic))
+                                                     or is_foreign(x)) else grad
                   for grad, x in zip(grads, inputs))
     for k, (grad, x) in enumerate(zip(grads, inputs)):
         if grad is not None and tuple(shape_of(grad)) != tuple(shape_of(x)):

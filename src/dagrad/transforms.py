@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 
 from ._core.autodiff import check_numeric, reverse_sweep
-from ._core.backends import as_dtype, is_foreign, ones, zeros
+from ._core.backends import as_dtype, has_unknown_size, is_dask, is_foreign, ones, unknown_size_error, zeros
 from ._core.errors import user_error
 from ._core.ir import Symbol
 from ._core.op import batch_broadcast, make_dual
@@ -308,7 +308,11 @@ def _input_leaves(x, where):
     """The leaves of one differentiated argument (an array, a number, a Tensor or a pytree of them),
     each checked to be a real floating-point value, and the description to rebuild it."""
     leaves, treedef = tree_flatten(x)
-    return [_differentiable_input(leaf, where) for leaf in leaves], treedef
+    values = [_differentiable_input(leaf, where) for leaf in leaves]
+    for value in values:
+        if has_unknown_size(_shape(value)):  # a Dask array's: its unit vectors cannot be made
+            raise unknown_size_error(where, _shape(value))
+    return values, treedef
 
 
 def _basis(shape, dtype):
@@ -324,7 +328,7 @@ def _block(batched, out_shape, in_shape, original, position):
         batched = moveaxis(batched, 0, -1)
     block = reshape(batched, tuple(out_shape) + tuple(in_shape))
     if type(original) is Tensor and original._level == 0 and not isinstance(block, Tensor):
-        return _leaf(np.asarray(block), False)
+        return _leaf(block if is_dask(block) else np.asarray(block), False)
     return block
 
 
@@ -502,7 +506,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
             if axis is None:
                 boxed.append(leaf)
                 continue
-            value = leaf if isinstance(leaf, (Tensor, np.ndarray)) else np.asarray(leaf)
+            # a Dask array stays lazy (np.asarray would compute it)
+            value = leaf if isinstance(leaf, (Tensor, np.ndarray)) or is_dask(leaf) else np.asarray(leaf)
             axis = axis % len(_shape(value))
             boxed.append(_leaf(moveaxis(value, axis, 0) if axis else value, False, level, Batched))
         boxed_args, boxed_kwargs = tree_unflatten(treedef, boxed)
@@ -561,6 +566,8 @@ def _batch_size(leaves, axes, axis_size, treedef):
         if axis is None:
             continue
         shape = _shape(leaf)
+        if has_unknown_size(shape):  # a Dask array's: neither the batch nor an example's shape is known
+            raise unknown_size_error("vmap", shape)
         if not -len(shape) <= axis < len(shape) or not shape:
             raise user_error(ValueError, "vmap", f"in_axes asks to map argument leaf {k} (shape {tuple(shape)}) over "
                              f"axis {axis}, but it has only {len(shape)} axes")
@@ -595,7 +602,7 @@ def _unbatched(o, axis, level, size):
     else:
         if axis is None:
             return o
-        value = o if isinstance(o, Tensor) else np.asarray(o)
+        value = o if isinstance(o, Tensor) or is_dask(o) else np.asarray(o)
         if size is None:  # a static graph's batch, of a size known only when it runs
             raise user_error(ValueError, "vmap", f"an output (shape {tuple(_shape(value))}) is the same for every "
                              "example, and the batch size is unknown until the graph runs, so it cannot be "

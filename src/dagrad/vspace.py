@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.backends import is_dask
 from ._core.errors import user_error
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Tensor
@@ -215,7 +216,7 @@ def vspace(value):
     if isinstance(value, (list, tuple, dict)):
         return (DictVSpace if isinstance(value, dict) else TupleVSpace if isinstance(value, tuple)
                 else ListVSpace)(value)
-    kind = np.dtype(dtype_of(value)).kind if isinstance(value, (Tensor, np.ndarray)) else None
+    kind = np.dtype(dtype_of(value)).kind if isinstance(value, (Tensor, np.ndarray)) or is_dask(value) else None
     if kind == "c" or isinstance(value, (complex, np.complexfloating)):
         return ComplexArrayVSpace(value)
     if kind in ("b", "i", "u", "f") or isinstance(value, (float, np.floating)):  # as autograd: arrays of any dtype

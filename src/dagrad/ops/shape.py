@@ -9,7 +9,7 @@ import numpy as np
 from .._core.dtypes import first, promoted
 from .._core.op import apply, batch_broadcast, batch_loop, defop, public
 from .._core import batching, dask_ops
-from .._core.backends import is_dask
+from .._core.backends import is_dask, zeros
 from .._core.errors import user_error
 from .._core.shapes import SymbolicShape, as_index, broadcast_shapes, is_sequence, normalize_axis
 from .._core.shapes import normalize_axis_index, runtime_shape
@@ -186,7 +186,7 @@ def _index_add_batch(op, values, batched, attrs):
 def _index_add_forward(g, *source, index, shape):
     if type(g) is not np.ndarray and is_dask(g):  # zeros of its type, written lazily (a NumPy out would compute g)
         return dask_ops.index_add(g, index, runtime_shape(shape, source))
-    out = np.zeros(runtime_shape(shape, source), _dtype(g))
+    out = zeros(runtime_shape(shape, source), _dtype(g), g)  # on g's device, for a CuPy g
     if _is_basic(index):
         out[index] = g  # basic indices select each element at most once
     else:
