@@ -16,7 +16,8 @@ import dask  # noqa: E402
 
 import dagrad as dg  # noqa: E402
 from op_table import CASES, COMPOSITES  # noqa: E402
-from test_dask import NOT_YET, _chunked, _lazy  # noqa: E402
+from test_dask import NOT_YET, _chunked, _lazy, _logistic_data, _logistic_loss  # noqa: E402
+from test_dask import _logistic_gradient_by_hand as _by_hand  # noqa: E402
 
 ROWS = [c for c in CASES + COMPOSITES if c.differentiable and c.op not in NOT_YET]
 HERE = r"test_dask_graphs\.py:{}"
@@ -74,23 +75,6 @@ def test_numpy_and_dask_calls_get_programs_of_their_own():
     with _lazy():  # a second call with other chunks reuses the Dask program
         f(da.from_array(x0, chunks=2))
     assert len(f._cache) == 2
-
-
-def _logistic_loss(w, b, x, y):
-    p = dg.sigmoid(x @ w + b)
-    return -dg.mean(y * dg.log(p) + (1 - y) * dg.log(1 - p))
-
-
-def _logistic_data():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((200, 3))
-    y = (rng.uniform(size=200) < 0.5).astype(np.float64)
-    return x, y, rng.standard_normal(3) * 0.1, 0.3
-
-
-def _by_hand(w, b, x, y):
-    r = 1 / (1 + np.exp(-(x @ w + b))) - y
-    return (x * r[:, None]).mean(axis=0), r.mean()
 
 
 def test_compiled_value_and_grad_of_numpy_parameters_over_dask_data():

@@ -14,14 +14,7 @@ import dask  # noqa: E402
 import dagrad as dg  # noqa: E402
 import dagrad.nn.functional as F  # noqa: E402
 from op_table import CASES  # noqa: E402
-
-
-def _forbidden(*args, **kwargs):
-    raise AssertionError("a Dask array was computed where it should have stayed lazy")
-
-
-def _lazy():
-    return dask.config.set(scheduler=_forbidden)
+from test_dask import _lazy  # noqa: E402  (a scheduler that refuses any compute)
 
 
 def _both(f, x0, chunks, cotangent_seed=3):

@@ -16,15 +16,7 @@ import dask  # noqa: E402
 
 import dagrad as dg  # noqa: E402
 from dagrad._core.pytree import tree_flatten  # noqa: E402
-
-
-def _forbidden(*args, **kwargs):
-    raise AssertionError("a Dask array was computed where it should have stayed lazy")
-
-
-def _lazy():
-    """Inside: any compute of a Dask array fails the test (the scheduler itself refuses)."""
-    return dask.config.set(scheduler=_forbidden)
+from test_dask import _lazy  # noqa: E402  (a scheduler that refuses any compute)
 
 
 class _Counting:
