@@ -115,7 +115,8 @@ def test_dask_logistic_regression_on_a_local_cluster_of_two_workers():
     np.testing.assert_allclose(on_cluster, local, rtol=1e-12)
 
 
-def test_out_of_core_gradient_equals_numpy_in_pieces_and_holds_few_chunks(capsys):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "dg.compile"])
+def test_out_of_core_gradient_equals_numpy_in_pieces_and_holds_few_chunks(capsys, compiled):
     pytest.importorskip("dask.array", reason="the example needs dask (the [dask] extra)")
     import tracemalloc
 
@@ -127,7 +128,8 @@ def test_out_of_core_gradient_equals_numpy_in_pieces_and_holds_few_chunks(capsys
     # backward of every chunk waited for the whole forward pass)
     x, y = example.make_data(1 / 8, chunk_mb=8)
     w = 0.1 * example.truth()
-    value, grad = example.dg.value_and_grad(example.loss)(w, x, y)
+    value_and_grad = example.dg.value_and_grad(example.loss)
+    value, grad = (example.dg.compile(value_and_grad) if compiled else value_and_grad)(w, x, y)
     tracemalloc.start()
     try:
         value, grad = dask.compute(value, grad, scheduler="synchronous")

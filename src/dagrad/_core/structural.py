@@ -16,6 +16,7 @@ from .backends import is_dask
 from .batching import elementwise, lead, over_axes
 from .dtypes import accumulated, first, real_part
 from .errors import user_error
+from .ir import Symbol
 from .op import apply, batch_loop, defop, public
 from .shapes import (
     SymbolicShape,
@@ -27,6 +28,7 @@ from .shapes import (
     runtime_shape,
     summed_axes,
 )
+from .shapes import dtype_of as _dtype
 from .shapes import ndim_of as _ndim
 from .shapes import shape_of as _shape
 from .tensor import Tensor
@@ -156,12 +158,13 @@ def _expand(g, x, axis, keepdims):
     """A reduced value broadcast back over the reduced axes of `x`'s shape."""
     shape = _shape(x)
     kept = reduced_shape(shape, axis, True)
-    if is_dask(x):
+    if is_dask(x) or (isinstance(x, Symbol) and x.graph.lazy):  # a Dask value, or dg.compile's trace for one
         # chunks like x's, each made on its own, and a 0-d g left unreshaped, so Dask fuses g's own task
         # (the seed, say) into every chunk: a broadcast of one shared task made Dask's ordering finish the
         # whole forward pass before the first chunk's backward, holding every chunk of the data meanwhile
-        # (a 4 GB gradient's peak RSS was 4 GB; it is 0.3 GB)
-        return np.multiply(g if _ndim(g) == 0 else reshape(g, kept), np.ones_like(x, dtype=g.dtype))
+        # (a 4 GB gradient's peak RSS was 4 GB; it is 0.3 GB). NumPy's functions reach dagrad's ops for a
+        # traced x (through __array_function__), which _core cannot import
+        return np.multiply(g if _ndim(g) == 0 else reshape(g, kept), np.ones_like(x, dtype=_dtype(g)))
     if _shape(g) != kept:
         g = reshape(g, kept)
     return broadcast_to(g, shape)
