@@ -278,23 +278,73 @@ def test_a_function_jvp_of_another_shape_or_structure_is_refused():
     with _raises(ValueError, "Two.jvp", "returned a ndarray for 2 outputs"):
         dg.jvp(lambda x: Two.apply(x)[0], (X,), (np.ones(3),))
 
+    class TwoWrong(Two):
+        @staticmethod
+        def jvp(ctx, t):
+            return t, t[:2]
+
+    with _raises(ValueError, "TwoWrong.jvp", "the tangent of output 1 with shape (2,), but output 1 has shape (3,)"):
+        dg.jvp(lambda x: TwoWrong.apply(x)[1], (X,), (np.ones(3),))
+
+
+def test_wrong_counts_and_structures_are_named():
+    class Pair(dg.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return [g, g]  # a list is one gradient (PyTorch reads it so): several go in a tuple
+
+    with _raises(ValueError, "Pair.backward", "returned 1 gradient(s) (a list) for 2 input(s)"):
+        dg.grad(lambda x: dnp.sum(Pair.apply(x, X)))(X)
+
+    @dg.custom_vjp
+    def scaled(p):
+        return p["a"] * p["b"]
+
+    scaled.defvjp(lambda p: (scaled(p), p), lambda p, g: ({"a": g * p["b"]},))
+    with _raises(ValueError, "scaled bwd (custom_vjp)", "the cotangent for argument 0 has 1 leaves, but the argument "
+                 "has 2"):
+        dg.grad(lambda a: dnp.sum(scaled({"a": a, "b": X})))(X)
+
+    @dg.custom_jvp
+    def both(x):
+        return {"sin": np.sin(x), "cos": np.cos(x)}
+
+    both.defjvp(lambda primals, tangents: (both(*primals), {"sin": tangents[0] * dnp.cos(primals[0])}))
+    with _raises(ValueError, "both jvp rule (custom_jvp)", "returned a tangent with 1 leaves for the output, which "
+                 "has 2"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+    both.defjvp(lambda primals, tangents: (both(*primals), {"cos": tangents[0], "sin": tangents[0][:1]}))
+    with _raises(ValueError, "both jvp rule (custom_jvp)", "the tangent of leaf 1 of the output with shape (1,), but "
+                 "leaf 1 of the output has shape (3,)"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+    both.defjvp(lambda primals, tangents: tangents[0])
+    with _raises(TypeError, "both jvp rule (custom_jvp)", "returns a pair (primal_out, tangent_out), not a ndarray"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+
 
 # ---------------------------------------------------------------- errors: type and dtype
 
 
 @pytest.mark.parametrize("style", VJP_STYLES)
-@pytest.mark.parametrize("bad", [[1.0, 2.0, 3.0], "abc"], ids=["list", "str"])
-def test_a_list_or_string_gradient_names_its_type(style, bad):
+@pytest.mark.parametrize("bad, text", [([1.0, 2.0, 3.0], "a list"), ("abc", "a str"),
+                                       (np.array([None] * 3), "an array of dtype object")],
+                         ids=["list", "str", "object"])
+def test_a_list_string_or_object_gradient_names_its_type(style, bad, text):
     mul = VJP_STYLES[style](lambda g, x, y: (bad, g * x))
-    with _raises(TypeError, RULE_NAMES[style], f"returned a {type(bad).__name__} as the gradient for argument 0",
-                 "(the argument is of shape (3,) and dtype float64)"):
+    with _raises(TypeError, RULE_NAMES[style], f"returned {text} as the gradient for argument 0",
+                 "(argument 0 is of shape (3,) and dtype float64)"):
         dg.grad(lambda x: dnp.sum(mul(x, X)))(X)
 
 
 @pytest.mark.parametrize("style", JVP_STYLES)
 def test_a_list_tangent_names_its_type(style):
     mul = JVP_STYLES[style](lambda x, y, tx, ty: [1.0, 2.0, 3.0])
-    with _raises(TypeError, RULE_NAMES[style], "returned a list as the tangent of the output"):
+    with _raises(TypeError, RULE_NAMES[style], "returned a list as the tangent of the output (the output is of "
+                 "shape (3,) and dtype float64)"):
         dg.jvp(lambda x: mul(x, X), (X,), (np.ones(3),))
 
 
@@ -562,6 +612,22 @@ def test_vmap_refuses_a_ctx_attribute_that_differs_between_examples_and_is_no_ar
     xs = np.array([[1.0, 2.0], [-1.0, -2.0]])
     with _raises(TypeError, "Tagged.forward: under dg.vmap left ctx.tag of type str different in each example"):
         dg.vmap(dg.grad(lambda x: dnp.sum(Tagged.apply(x))))(xs)
+
+
+def test_vmap_refuses_saving_different_things_in_different_examples():
+    class Either(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x if x.sum() > 0 else 2 * x)  # an input in one example, an intermediate in another
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    xs = np.array([[1.0, 2.0], [-1.0, -2.0]])
+    with _raises(TypeError, "Either.save_for_backward: under dg.vmap saved different things as value 0"):
+        dg.vmap(dg.grad(lambda x: dnp.sum(Either.apply(x))))(xs)
 
 
 def test_a_static_graph_refuses_an_array_left_on_the_ctx():

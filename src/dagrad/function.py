@@ -444,8 +444,9 @@ def checked_cotangent(rule, k, ct, x):
     if dtype.kind not in "fc":
         return None
     what = f"the gradient for argument {k}"
-    ct = _array(rule, ct, what, x)
-    got, shape = shape_of(ct), shape_of(x)
+    shape = shape_of(x)
+    ct = _array(rule, ct, what, f"argument {k}", shape, dtype)
+    got = shape_of(ct)
     if not _broadcasts(shape, got):
         raise user_error(ValueError, rule.name, f"returned {what} with shape {_text(got)}, but argument {k} has shape "
                          f"{_text(shape)}: a gradient has its argument's shape, or a shape the argument was broadcast "
@@ -460,7 +461,7 @@ def checked_tangent(rule, t, shape, dtype, what):
     if t is None or dtype.kind not in "fc":
         return None
     text = f"the tangent of {what}"
-    t = _array(rule, t, text, None)
+    t = _array(rule, t, text, what, shape, dtype)
     got = shape_of(t)
     if not _same(got, shape):
         raise user_error(ValueError, rule.name, f"returned {text} with shape {_text(got)}, but {what} has shape "
@@ -468,7 +469,7 @@ def checked_tangent(rule, t, shape, dtype, what):
     return _cast(rule, t, dtype, text, what)
 
 
-def _array(rule, value, what, x):
+def _array(rule, value, what, subject, shape, dtype):
     """`value` as an array or Tensor (a number becomes a 0-d array), or the error for anything else."""
     if isinstance(value, (Tensor, np.ndarray, np.generic)) or is_foreign(value):
         kind = dtype_of(value).kind
@@ -476,13 +477,12 @@ def _array(rule, value, what, x):
         value = np.asarray(value)
         kind = value.dtype.kind
     else:
-        expected = "" if x is None else f" (the argument is {_describe(x)})"
-        raise user_error(TypeError, rule.name, f"returned a {type(value).__name__} as {what}{expected}: return an "
-                         f"array or a number (Tensors when a graph of the gradient is recorded), or None for a "
-                         f"zero{rule.where()}")
+        raise user_error(TypeError, rule.name, f"returned a {type(value).__name__} as {what} ({subject} is "
+                         f"{_describe(shape, dtype)}): return an array or a number (Tensors when a graph of the "
+                         f"gradient is recorded), or None for a zero{rule.where()}")
     if kind not in "biufc":
-        raise user_error(TypeError, rule.name, f"returned an array of dtype {value.dtype} as {what}: it must be "
-                         f"numeric{rule.where()}")
+        raise user_error(TypeError, rule.name, f"returned an array of dtype {value.dtype} as {what} ({subject} is "
+                         f"{_describe(shape, dtype)}): it must be numeric{rule.where()}")
     return value
 
 
@@ -521,8 +521,8 @@ def _text(shape):
     return "unknown" if shape is None else str(tuple(shape))
 
 
-def _describe(x):
-    return f"of shape {_text(shape_of(x))} and dtype {dtype_of(x)}"
+def _describe(shape, dtype):
+    return f"of shape {_text(shape)} and dtype {dtype}"
 
 
 def _checked_grads(rule, result, inputs, ctx):
