@@ -11,9 +11,13 @@ A rule given in one mode serves the other: a vjp is linear in its cotangent, so 
 J t is the gradient over g of <J^T g, t>, and a cotangent J^T g is the gradient over t of
 <J t, g>. A function with no rule at all raises when it is differentiated, never a zero.
 
-Arguments and results may be pytrees (nested tuples, lists, dicts): the op's inputs are the
-leaves, and several output leaves are packed into one flat array (as function.py does) and
-unpacked by indexing.
+Only Tensors are the op's inputs (the leaves of the arguments, for JAX's styles); every other
+argument or leaf (a number, a NumPy array, a string, None, a function, a shape) is a constant of
+the call, passed to the user's function and rules as it is on every path. Several output leaves
+are packed into one flat array (as function.py does) and unpacked by indexing.
+
+What the user's rules return is checked where they return, by function.py's `checked_cotangent`
+and `checked_tangent` (shape, type and dtype; None is a zero), the checks every custom rule shares.
 """
 
 from __future__ import annotations
@@ -23,12 +27,23 @@ import warnings
 
 import numpy as np
 
-from ._core.errors import user_error
+from ._core.errors import caller_line, user_error
 from ._core.op import Op, apply
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Tensor
-from .function import _check_output, _packed_outputs, _split
+from .function import (
+    Rule,
+    check_output,
+    checked_cotangent,
+    checked_tangent,
+    in_dtype_of,
+    packed_outputs,
+    split,
+    stand_in_shape,
+    static_argument,
+    unpacked_parts,
+)
 from .ops.elementwise import astype, zeros_like
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, ravel
@@ -39,30 +54,54 @@ __all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "c
 
 
 class _Call:
-    """One application: its static arguments, how to rebuild the arguments from the op's inputs,
-    and the structure of the output (set by forward)."""
+    """One application: its constant arguments, how to rebuild the arguments from the op's inputs,
+    the structure of the output (set by forward), and the user's line that made it."""
 
-    __slots__ = ("kwargs", "static", "args_def", "treedef", "outputs")
+    __slots__ = ("kwargs", "static", "fixed", "nleaves", "args_def", "dtypes", "where", "treedef", "outputs")
 
-    def __init__(self, kwargs=None, static=None, args_def=None):
+    def __init__(self, leaves, kwargs=None, static=None, args_def=None):
         self.kwargs = kwargs or {}
         self.static = static or {}  # position -> value of JAX's nondiff_argnums
-        self.args_def = args_def
+        self.fixed = {k: leaf for k, leaf in enumerate(leaves) if not isinstance(leaf, Tensor)}  # constant leaves
+        self.nleaves = len(leaves)
+        self.args_def = args_def  # the structure of the other arguments (None: each argument is a leaf)
+        self.dtypes = [leaf.dtype for leaf in leaves if isinstance(leaf, Tensor)]  # of the op's inputs
+        self.where = caller_line()
         self.treedef = None
         self.outputs = None
 
-    def arguments(self, leaves):
-        """The user's positional arguments again, from the op's inputs (the leaves)."""
-        dynamic = tree_unflatten(self.args_def, leaves)
-        it = iter(dynamic)
-        return [self.static[k] if k in self.static else next(it) for k in range(len(dynamic) + len(self.static))]
+    def inputs(self, leaves):
+        """The op's inputs among the leaves: the Tensors."""
+        return [leaf for k, leaf in enumerate(leaves) if k not in self.fixed]
+
+    def positions(self):
+        """The leaf number of each of the op's inputs."""
+        return [k for k in range(self.nleaves) if k not in self.fixed]
+
+    def leaves(self, values):
+        """Every leaf again: the op's inputs `values` with the constants in their places."""
+        it = iter(values)
+        return [self.fixed[k] if k in self.fixed else next(it) for k in range(self.nleaves)]
+
+    def arguments(self, values):
+        """The user's positional arguments again, from the op's inputs."""
+        return self.rebuild(self.leaves(values))
+
+    def rebuild(self, leaves):
+        """The user's positional arguments from every leaf (JAX's nondiff arguments put back in their places)."""
+        if self.args_def is None:
+            return leaves
+        dynamic = iter(tree_unflatten(self.args_def, leaves))
+        return [self.static[k] if k in self.static else next(dynamic)
+                for k in range(len(self.args_def[1]) + len(self.static))]
 
     def __repr__(self):
         return "call"
 
 
-def _make_op(name, compute, vjp, jvp):
-    """An op computing `compute(values, call)` (a pytree of arrays) with the engine rules vjp, jvp."""
+def _make_op(name, kind, compute, vjp, jvp):
+    """An op computing `compute(values, call)` (a pytree of arrays) with the engine rules vjp, jvp
+    (`kind`: the decorator that made it, as errors name it)."""
 
     def forward(*values, call):
         out = compute(values, call)
@@ -70,21 +109,17 @@ def _make_op(name, compute, vjp, jvp):
         if not leaves:
             raise user_error(TypeError, name, "returned an empty structure; return an array or a pytree of arrays")
         for leaf in leaves:
-            _check_output(name, leaf)
+            check_output(name, leaf)
         call.treedef = treedef
         if treedef is None:
             return out
-        packed, call.outputs = _packed_outputs(leaves)
+        packed, call.outputs = packed_outputs(leaves)
         return packed
 
+    forward.custom_op = kind  # export refuses it by this mark: the forward is the user's code
+
     def shape(*shapes, call):
-        # forward on stand-ins of two sizes: a size that changes with the unknown sizes is unknown
-        results = []
-        for size in (2, 3):
-            stand_ins = [None if s is None else np.ones(tuple(size if n is None else n for n in s)) for s in shapes]
-            with np.errstate(all="ignore"):
-                results.append(np.shape(forward(*stand_ins, call=call)))
-        return tuple(None if m != n else m for m, n in zip(*results))
+        return stand_in_shape(lambda *stand_ins: forward(*stand_ins, call=call), shapes, call.dtypes)
 
     return Op(name, forward, vjp, jvp, shape, True)
 
@@ -93,24 +128,27 @@ def _unpacked(packed, call):
     """The user's view of an output-shaped value (the output, a cotangent): a pytree when forward returned one."""
     if call.treedef is None:
         return packed
-    parts = [p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype)
-             for p, (_, dtype) in zip(_split(packed, call.outputs), call.outputs)]
-    return tree_unflatten(call.treedef, parts)
+    return tree_unflatten(call.treedef, unpacked_parts(packed, call.outputs))
 
 
-def _packed(tree, call, name):
-    """The engine's view of an output-shaped pytree the user's rule returned (a tangent)."""
+def _packed_tangent(rule, tree, out, call, what):
+    """The engine's view of an output-shaped pytree that a tangent rule returned, each leaf checked."""
     if call.treedef is None:
-        return tree
-    leaves, treedef = tree_flatten(tree)
+        t = checked_tangent(rule, tree, shape_of(out), dtype_of(out), what)
+        return _float_zeros(out) if t is None else t
+    leaves = [None] * len(call.outputs) if tree is None else tree_flatten(tree)[0]
     if len(leaves) != len(call.outputs):
-        raise user_error(ValueError, name, f"a tangent rule returned {len(leaves)} leaves for an output with "
-                         f"{len(call.outputs)}")
-    return concatenate([ravel(np.zeros(s) if t is None else t) for t, (s, _) in zip(leaves, call.outputs)])
+        raise user_error(ValueError, rule.name, f"returned a tangent with {len(leaves)} leaves for {what}, which has "
+                         f"{len(call.outputs)}{rule.where()}")
+    parts = []
+    for i, (t, part, (shape, dtype)) in enumerate(zip(leaves, split(out, call.outputs), call.outputs)):
+        t = checked_tangent(rule, t, shape, dtype, f"leaf {i} of {what}")
+        parts.append(ravel(zeros_like(part) if t is None else t))
+    return concatenate(parts)
 
 
 def _result(op, leaves, call):
-    out = apply(op, tuple(leaves), {"call": call})
+    out = apply(op, tuple(call.inputs(leaves)), {"call": call})
     if call.treedef is not None and None in shape_of(out):
         raise user_error(TypeError, op.name, "a function with several outputs needs known sizes in a static graph "
                          "(its outputs are unpacked by position)", *[a for a in leaves if isinstance(a, Tensor)])
@@ -129,6 +167,16 @@ def _missing(name, what, k=None):
 def _float_zeros(x):
     z = zeros_like(x)
     return z if dtype_of(z).kind in "fc" else astype(z, np.float64)
+
+
+def _zero_tangent(leaf):
+    """The tangent of a constant leaf given to a custom_jvp rule: a zero for numbers and arrays (of their
+    dtype when it is floating, so that it promotes nothing: a Python 0.0 for a Python number), else None."""
+    if isinstance(leaf, (bool, int, float, complex)):
+        return 0.0
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return np.zeros(np.shape(leaf), leaf.dtype if leaf.dtype.kind in "fc" else np.float64)
+    return None
 
 
 # ---------------------------------------------------------------- autograd's style
@@ -152,45 +200,70 @@ class primitive:
         self.fun = f
         self.vjps = {}  # argument number -> maker(ans, *args, **kwargs) -> (g -> cotangent), or None
         self.jvps = {}  # argument number -> jvp(g, ans, *args, **kwargs), or None
-        self._ops = {}  # one op per number of arguments (each has one rule per argument)
+        self._ops = {}  # one op per (number of arguments, positions of the Tensor ones): a rule per input
 
     def __call__(self, *args, **kwargs):
-        op = self._ops.get(len(args))
-        if op is None:
-            op = self._ops[len(args)] = self._make(len(args))
-        return _result(op, args, _Call(kwargs))
-
-    def _make(self, n):
         name = _name(self.fun)
-        return _make_op(name, lambda values, call: self.fun(*values, **call.kwargs),
-                        tuple(functools.partial(self._vjp, k) for k in range(n)),
-                        tuple(functools.partial(self._jvp, k) for k in range(n)))
+        for k, a in enumerate(args):
+            static_argument(name, k, a)
+        for key, a in kwargs.items():
+            if isinstance(a, Tensor):
+                raise user_error(TypeError, name, f"keyword argument {key!r} is a Tensor: keyword arguments are "
+                                 "constants, passed as they are and never differentiated (as in autograd); pass it "
+                                 "as a positional argument", a)
+            static_argument(name, repr(key), a)
+        call = _Call(args, kwargs)
+        positions = tuple(call.positions())
+        op = self._ops.get((len(args), positions))
+        if op is None:
+            op = self._ops[len(args), positions] = self._make(positions)
+        return _result(op, args, call)
+
+    def _make(self, positions):
+        # one rule per input: the input at argument number k has k's rules
+        name = _name(self.fun)
+        return _make_op(name, "a dg.primitive", lambda values, call: self.fun(*call.arguments(values), **call.kwargs),
+                        tuple(functools.partial(self._vjp, k) for k in positions),
+                        tuple(functools.partial(self._jvp, k) for k in positions))
 
     def _vjp(self, k, g, out, *inputs, call):
+        args = call.arguments(inputs)
         if k in self.vjps:
             maker = self.vjps[k]
             if maker is None:  # the engine takes a rule's None for a bug: a zero, as autograd gives
-                return _float_zeros(inputs[k])
-            return maker(_unpacked(out, call), *inputs, **call.kwargs)(_unpacked(g, call))
+                return _float_zeros(args[k])
+            name = _name(self.fun)
+            rule = maker(_unpacked(out, call), *args, **call.kwargs)
+            checked = Rule(f"{name} vjp (dg.defvjp)", rule, call.where)
+            if not callable(rule):
+                raise user_error(TypeError, checked.name, f"the maker for argument {k} returned a "
+                                 f"{type(rule).__name__}, not a function g -> cotangent{checked.where()}")
+            ct = checked_cotangent(checked, k, rule(_unpacked(g, call)), args[k])
+            return zeros_like(args[k]) if ct is None else ct
         if k not in self.jvps:
             raise _missing(_name(self.fun), "vjp (dg.defvjp) nor jvp (dg.defjvp)", k)
         if self.jvps[k] is None:
-            return _float_zeros(inputs[k])
+            return _float_zeros(args[k])
         # the cotangent J^T g is the gradient over t of <J t, g>
-        return grad_of(lambda t: reduce_sum(self._jvp(k, t, out, *inputs, call=call) * g))(_float_zeros(inputs[k]))
+        ct = grad_of(lambda t: reduce_sum(self._jvp(k, t, out, *inputs, call=call) * g))(_float_zeros(args[k]))
+        return in_dtype_of(ct, args[k])
 
     def _jvp(self, k, t, out, *inputs, call):
+        args = call.arguments(inputs)
         if k in self.jvps:
             rule = self.jvps[k]
             if rule is None:
                 return _float_zeros(out)
-            return _packed(rule(t, _unpacked(out, call), *inputs, **call.kwargs), call, _name(self.fun))
+            checked = Rule(f"{_name(self.fun)} jvp (dg.defjvp) for argument {k}", rule, call.where)
+            return _packed_tangent(checked, rule(t, _unpacked(out, call), *args, **call.kwargs), out, call,
+                                   "the output")
         if k not in self.vjps:
             raise _missing(_name(self.fun), "jvp (dg.defjvp) nor vjp (dg.defvjp)", k)
         if self.vjps[k] is None:
             return _float_zeros(out)
         # the tangent J t is the gradient over g of <J^T g, t>
-        return grad_of(lambda g: reduce_sum(self._vjp(k, g, out, *inputs, call=call) * t))(_float_zeros(out))
+        return in_dtype_of(grad_of(lambda g: reduce_sum(self._vjp(k, g, out, *inputs, call=call) * t))(
+            _float_zeros(out)), out)
 
     def __repr__(self):
         return f"<dagrad primitive {_name(self.fun)}>"
@@ -321,7 +394,8 @@ class _Custom:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(sorted(nondiff_argnums))
-        self.op = _make_op(_name(fun), lambda values, call: fun(*call.arguments(values)), self._vjp, self._jvp)
+        self.op = _make_op(_name(fun), f"a dg.{where}", lambda values, call: fun(*call.arguments(values)),
+                           self._vjp, self._jvp)
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -333,13 +407,7 @@ class _Custom:
                                  f"{len(args)} argument(s)")
         static = {k % len(args): args[k] for k in self.nondiff_argnums}
         leaves, args_def = tree_flatten([a for k, a in enumerate(args) if k not in static])
-        return _result(self.op, leaves, _Call(static=static, args_def=args_def))
-
-    def _split_arguments(self, leaves, call):
-        """(the nondiff arguments, the differentiable ones) in order."""
-        args = call.arguments(leaves)
-        static = [args[k] for k in sorted(call.static)]
-        return static, [a for k, a in enumerate(args) if k not in call.static]
+        return _result(self.op, leaves, _Call(leaves, static=static, args_def=args_def))
 
 
 class custom_vjp(_Custom):
@@ -367,32 +435,39 @@ class custom_vjp(_Custom):
             raise user_error(TypeError, f"{_name(self.fun)}.defvjp", "takes two functions, fwd and bwd")
         self.fwd, self.bwd = fwd, bwd
 
-    def _vjp(self, g, out, *leaves, call):
+    def _vjp(self, g, out, *values, call):
         name = _name(self.fun)
         if self.bwd is None:
             raise _missing(name, "rule (f.defvjp(fwd, bwd))")
-        static, dynamic = self._split_arguments(leaves, call)
-        fwd_out = self.fwd(*call.arguments(leaves))
+        args = call.arguments(values)
+        positions = [k for k in range(len(args)) if k not in call.static]  # of the differentiable arguments
+        fwd_out = self.fwd(*args)
         if not (isinstance(fwd_out, tuple) and len(fwd_out) == 2):
             raise user_error(TypeError, f"{name} fwd", "returns a pair (output, residuals)")
-        cts = self.bwd(*static, fwd_out[1], _unpacked(g, call))
-        if not isinstance(cts, (tuple, list)) or len(cts) != len(dynamic):
+        rule = Rule(f"{name} bwd (custom_vjp)", self.bwd, call.where)
+        cts = self.bwd(*[args[k] for k in sorted(call.static)], fwd_out[1], _unpacked(g, call))
+        if not isinstance(cts, (tuple, list)) or len(cts) != len(positions):
             got = len(cts) if isinstance(cts, (tuple, list)) else f"a {type(cts).__name__}"
-            raise user_error(ValueError, f"{name} bwd", f"returns a tuple with one cotangent per differentiable "
-                             f"argument ({len(dynamic)}), not {got}")
-        flat = []
-        for k, (ct, arg) in enumerate(zip(cts, dynamic)):
-            arg_leaves = tree_flatten(arg)[0]
-            ct_leaves = [None] * len(arg_leaves) if ct is None else tree_flatten(ct)[0]
-            if len(ct_leaves) != len(arg_leaves):
-                raise user_error(ValueError, f"{name} bwd", f"cotangent {k} has {len(ct_leaves)} leaves, its argument "
-                                 f"{len(arg_leaves)}")
-            for c, a in zip(ct_leaves, arg_leaves):
-                if c is not None and shape_of(c) != shape_of(a):
-                    raise user_error(ValueError, f"{name} bwd", f"cotangent {k} has shape {tuple(shape_of(c))}, its "
-                                     f"argument {tuple(shape_of(a))}")
-            flat.extend(ct_leaves)
-        return tuple(flat)
+            raise user_error(ValueError, rule.name, f"returns a tuple with one cotangent per differentiable "
+                             f"argument ({len(positions)}), not {got}{rule.where()}")
+        flat = [None] * call.nleaves
+        offset = 0
+        for p, ct in zip(positions, cts):
+            arg_leaves, arg_def = tree_flatten(args[p])
+            if ct is None:
+                ct_leaves = [None] * len(arg_leaves)
+            elif arg_def is None:
+                ct_leaves = [ct]  # one value (a list there is refused as a gradient, not taken as leaves)
+            else:
+                ct_leaves = tree_flatten(ct)[0]
+                if len(ct_leaves) != len(arg_leaves):
+                    raise user_error(ValueError, rule.name, f"the cotangent for argument {p} has {len(ct_leaves)} "
+                                     f"leaves, but the argument has {len(arg_leaves)}{rule.where()}")
+            for i, (c, a) in enumerate(zip(ct_leaves, arg_leaves)):
+                if offset + i not in call.fixed:  # a constant leaf has no gradient
+                    flat[offset + i] = checked_cotangent(rule, p if arg_def is None else f"{p} (leaf {i})", c, a)
+            offset += len(arg_leaves)
+        return tuple(flat[k] for k in call.positions())
 
     def _jvp(self, tangents, out, *leaves, call):
         # J t as the gradient over g of <J^T g, t>
@@ -403,7 +478,7 @@ class custom_vjp(_Custom):
                     total = total + reduce_sum(ct * t)
             return total
 
-        return grad_of(inner)(_float_zeros(out))
+        return in_dtype_of(grad_of(inner)(_float_zeros(out)), out)
 
 
 class custom_jvp(_Custom):
@@ -434,20 +509,25 @@ class custom_jvp(_Custom):
         self.rule = rule
         return rule
 
-    def _jvp(self, tangents, out, *leaves, call):
+    def _jvp(self, tangents, out, *values, call):
         name = _name(self.fun)
         if self.rule is None:
             raise _missing(name, "rule (f.defjvp(rule))")
-        tangents = [_float_zeros(x) if t is None else t for t, x in zip(tangents, leaves)]
-        static, primals = self._split_arguments(leaves, call)
-        _, tangent_trees = self._split_arguments(tangents, call)
-        result = self.rule(*static, tuple(primals), tuple(tangent_trees))
+        it = iter(_float_zeros(x) if t is None else t for t, x in zip(tangents, values))
+        tangent_args = call.rebuild([_zero_tangent(call.fixed[k]) if k in call.fixed else next(it)
+                                     for k in range(call.nleaves)])
+        args = call.arguments(values)
+        primals = [a for k, a in enumerate(args) if k not in call.static]
+        result = self.rule(*[args[k] for k in sorted(call.static)], tuple(primals),
+                           tuple(t for k, t in enumerate(tangent_args) if k not in call.static))
+        rule = Rule(f"{name} jvp rule (custom_jvp)", self.rule, call.where)
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise user_error(TypeError, f"{name} jvp rule", "returns a pair (primal_out, tangent_out)")
-        return _packed(result[1], call, name)
+            raise user_error(TypeError, rule.name, f"returns a pair (primal_out, tangent_out), not a "
+                             f"{type(result).__name__}{rule.where()}")
+        return _packed_tangent(rule, result[1], out, call, "the output")
 
     def _vjp(self, g, out, *leaves, call):
-        # J^T g as the gradient over the tangents of <J t, g>
+        # J^T g as the gradient over the tangents of <J t, g> (over the op's inputs: the Tensor leaves)
         floating = [k for k, x in enumerate(leaves) if dtype_of(x).kind in "fc"]
         if not floating:
             return (None,) * len(leaves)
@@ -461,5 +541,5 @@ class custom_jvp(_Custom):
         grads = grad_of(inner, argnums=tuple(range(len(floating))))(*[zeros_like(leaves[k]) for k in floating])
         cts = [None] * len(leaves)
         for k, ct in zip(floating, grads):
-            cts[k] = ct
+            cts[k] = in_dtype_of(ct, leaves[k])
         return tuple(cts)

@@ -8,21 +8,27 @@ pass `backward` receives NumPy arrays; when a graph of the gradient is being rec
 mode needs no rule: `backward` is linear in its cotangent, g -> J^T g, so J t is the
 gradient with respect to g of <J^T g, t>; a `jvp` staticmethod is used instead when given.
 
+Only the Tensor arguments of `apply` are the op's inputs; every other argument (a number, a
+NumPy array, a string, None, a function, a shape) is a constant of that call, kept in the ctx
+and passed to `forward` as it is on every path (never replaced by a stand-in).
+
 Several outputs are packed into one flat array for the engine (which has one value per
 node) and unpacked by indexing, so their gradients reach `backward` together.
+
+The checks of what users' rules return live here, for every style of custom rule (custom.py
+uses them too): `checked_cotangent` for a gradient, `checked_tangent` for a tangent.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 
 from ._core.backends import is_foreign
-from ._core.errors import caller_line, location, user_error, user_line
+from ._core.errors import caller_line, user_error
 from ._core.op import Op, apply
+from ._core.pytree import tree_flatten
 from ._core.shapes import dtype_of, shape_of
-from ._core.tensor import Tensor, is_symbolic
+from ._core.tensor import Batched, Tensor, _leaf, is_symbolic
 from .ops.elementwise import astype, zeros_like
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, getitem, ravel, reshape
@@ -35,12 +41,26 @@ class FunctionCtx:
     """What `forward` leaves for `backward`: `save_for_backward(*arrays)`, `saved_tensors`, and
     any attribute you set (`ctx.k = 3`)."""
 
-    def __init__(self, function):
+    # dagrad's own state; what users set on a ctx lives in its __dict__ (vmap and static graphs look at it)
+    __slots__ = ("_function", "_static", "_nargs", "_dtypes", "_applied", "_saved_raw", "_saved", "_aliases",
+                 "_current", "_outputs", "_examples", "_stacked", "_merged", "__dict__")
+
+    def __init__(self, function, static=None, nargs=0, dtypes=(), applied=None):
         self._function = function
+        self._static = static or {}  # forward's arguments that are not Tensors, by position: passed as they are
+        self._nargs = nargs
+        self._dtypes = dtypes  # of the op's inputs (the stand-ins of a static graph's shape rule have them)
+        self._applied = applied  # the user's line that applied the Function
         self._saved_raw = ()  # what forward saved
-        self._saved = ()  # how to find each saved value again: ("input", k), ("output", k) or ("value", v)
+        # how to find each saved value again: ("input", j), ("output", k), ("static", v) or ("value", v)
+        self._saved = ()
+        # attributes forward set to one of its inputs or outputs (`ctx.x = x`), found again as saved values are
+        self._aliases = {}
         self._current = None  # the saved values as the running backward sees them
         self._outputs = None  # [(shape, dtype)] of several outputs, else None
+        self._examples = None  # under vmap: one ctx per example (forward ran once per example) ...
+        self._stacked = None  # ... and the stacked output they made (vmap's box holds it)
+        self._merged = False
 
     def save_for_backward(self, *arrays):
         self._saved_raw = arrays
@@ -51,6 +71,18 @@ class FunctionCtx:
             raise user_error(RuntimeError, f"{self._function.__name__}.saved_tensors", "is read in backward (or jvp) "
                              "only")
         return self._current
+
+    def _arguments(self, values):
+        """forward's arguments again: the op's inputs `values` with the constants in their places."""
+        it = iter(values)
+        return [self._static[k] if k in self._static else next(it) for k in range(self._nargs)]
+
+    def _positions(self):
+        """The argument number of each of the op's inputs."""
+        return [k for k in range(self._nargs) if k not in self._static]
+
+    def _example(self):
+        return FunctionCtx(self._function, self._static, self._nargs, self._dtypes, self._applied)
 
     def __repr__(self):
         return "ctx"
@@ -91,85 +123,136 @@ class Function:
         op = cls.__dict__.get("_dagrad_op")
         if op is None:
             op = cls._dagrad_op = _make_op(cls)
-        ctx = FunctionCtx(cls)
-        out = apply(op, args, {"ctx": ctx})
+        inputs, static = [], {}
+        for k, a in enumerate(args):
+            if isinstance(a, Tensor):
+                inputs.append(a)
+            else:
+                static[k] = static_argument(cls.__name__, k, a)
+        ctx = FunctionCtx(cls, static, len(args), [a.dtype for a in inputs], caller_line())
+        out = apply(op, tuple(inputs), {"ctx": ctx})
         if ctx._outputs is None:
             return out
         if None in shape_of(out):
-            tensors = [a for a in args if isinstance(a, Tensor)]
             raise user_error(TypeError, cls.__name__, "a Function with several outputs needs known sizes in a static "
-                             "graph (its outputs are unpacked by position)", *tensors)
-        parts = zip(_split(out, ctx._outputs), ctx._outputs)
-        return tuple(p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype) for p, (_, dtype) in parts)
+                             "graph (its outputs are unpacked by position)", *inputs)
+        return tuple(unpacked_parts(out, ctx._outputs))
+
+
+def static_argument(name, k, value):
+    """`value`, an argument of custom op `name` that is not a Tensor: a constant passed to the user's
+    code as it is. A container holding Tensors is refused: they would reach NumPy code undifferentiated."""
+    if isinstance(value, (list, tuple, dict)) and any(isinstance(leaf, Tensor) for leaf in tree_flatten(value)[0]):
+        raise user_error(TypeError, name, f"argument {k} is a {type(value).__name__} holding Tensors: only arguments "
+                         "that are Tensors themselves are inputs of a custom op (any other argument is a constant, "
+                         "passed as it is); pass each Tensor as an argument of its own")
+    return value
+
+
+def stand_in_shape(run, shapes, dtypes):
+    """The output shape of a custom op whose forward is `run`, for inputs of `shapes`: `run` on
+    stand-ins (ones of each input's dtype), once when every size is known, else twice, with the
+    unknown sizes 2 and then 3 (a size that changes with them is unknown too)."""
+    unknown = any(s is None or None in s for s in shapes)
+    results = []
+    for size in (2, 3) if unknown else (1,):
+        stand_ins = [None if s is None else np.ones(tuple(size if n is None else n for n in s), d)
+                     for s, d in zip(shapes, dtypes)]
+        with np.errstate(all="ignore"):
+            results.append(tuple(np.shape(run(*stand_ins))))
+    if not unknown:
+        return results[0]
+    return tuple(None if m != n else m for m, n in zip(*results))
 
 
 def _make_op(cls):
     name = cls.__name__
 
     def forward(*values, ctx):
+        args = ctx._arguments(values)
         try:
-            out = cls.forward(ctx, *values)
+            out = cls.forward(ctx, *args)
         except Exception as err:
-            raise _rewrapped(err, f"{name}.forward failed: {err}") from err
+            raise _rewrapped(err, f"{name}.forward failed: {err}", ctx) from err
         outs = out if isinstance(out, tuple) else (out,)
         if not outs:
             raise user_error(TypeError, f"{name}.forward", "returned an empty tuple; return an array, or a tuple of "
                              "arrays for several outputs")
         for o in outs:
-            _check_output(name, o)
-        ctx._saved = tuple(_find(s, values, outs) for s in ctx._saved_raw)
+            check_output(name, o)
+        ctx._saved = tuple(_find(s, values, ctx, outs) for s in ctx._saved_raw)
+        # `ctx.x = x` works as PyTorch's does: backward sees the input as it sees a saved one (a Tensor when
+        # the gradient is differentiated again), not the array forward got (a constant: a zero second derivative)
+        ctx._aliases = {attr: found for attr, v in vars(ctx).items()
+                        if (found := _find(v, values, ctx, outs))[0] in ("input", "output")}
         if isinstance(out, tuple):
-            packed, ctx._outputs = _packed_outputs(out)
+            packed, ctx._outputs = packed_outputs(out)
             return packed
         return out
 
+    forward.custom_op = "a dg.Function"  # export refuses it by this mark: the forward is the user's code
+
     def shape(*shapes, ctx):
-        # run forward on stand-ins to learn the output's shape; an unknown size is one that changes
-        # when the stand-ins' unknown sizes do
-        results = []
-        for size in (2, 3):
-            stand_ins = [np.ones(tuple(size if n is None else n for n in s)) if s is not None else None
-                         for s in shapes]
-            with np.errstate(all="ignore"):
-                results.append(np.shape(forward(*stand_ins, ctx=ctx)))
-        a, b = results
-        return tuple(None if m != n else m for m, n in zip(a, b))
+        return stand_in_shape(lambda *stand_ins: forward(*stand_ins, ctx=ctx), shapes, ctx._dtypes)
 
     def vjp(g, out, *inputs, ctx):
-        grads = (g,) if ctx._outputs is None else _split(g, ctx._outputs)
+        grads = (g,) if ctx._outputs is None else unpacked_parts(g, ctx._outputs)
         with _saved(ctx, inputs, out):
             try:
                 result = cls.backward(ctx, *grads)
             except Exception as err:
                 raise _rewrapped(err, f"{name}.backward failed: {err} (the forward was applied at "
-                                 f"{_where(out)})") from err
-        return _checked_grads(name, result, inputs)
+                                 f"{ctx._applied})", ctx) from err
+        return _checked_grads(Rule(f"{name}.backward", cls.backward, ctx._applied), result, inputs, ctx)
 
     def jvp(tangents, out, *inputs, ctx):
+        if cls.jvp is None:
+            return _jvp_from_backward(vjp, tangents, out, inputs, ctx)
+        it = iter(tangents)
+        spread = [None if k in ctx._static else next(it) for k in range(ctx._nargs)]  # one per forward argument
         with _saved(ctx, inputs, out):
-            if cls.jvp is not None:
-                tangent = cls.jvp(ctx, *tangents)
-                if ctx._outputs is not None and isinstance(tangent, tuple):
-                    tangent = concatenate([ravel(t) for t in tangent])
-                return tangent
-        return _jvp_from_backward(vjp, tangents, out, inputs, ctx)
+            try:
+                tangent = cls.jvp(ctx, *spread)
+            except Exception as err:
+                raise _rewrapped(err, f"{name}.jvp failed: {err} (the forward was applied at {ctx._applied})",
+                                 ctx) from err
+        return _checked_tangents(Rule(f"{name}.jvp", cls.jvp, ctx._applied), tangent, out, ctx._outputs)
 
-    op = Op(name, forward, vjp, jvp, shape, True)
+    def batch(op, values, batched, attrs):
+        # vmap with no batching rule: forward once per example, each with a ctx of its own (a shared one
+        # would hand backward the last example's state), stacked. A backward run above the vmap sees the
+        # examples' state at once: _saved merges it then
+        ctx = attrs["ctx"]
+        size = next(shape_of(v)[0] for v, b in zip(values, batched) if b)
+        if size is None:
+            raise user_error(ValueError, "vmap", f"{name} has no batching rule, and the batch size is unknown until "
+                             "the graph runs; give the mapped axis a size")
+        examples, rows = [], []
+        for k in range(size):
+            example = ctx._example()
+            rows.append(apply(op, tuple(v[k] if b else v for v, b in zip(values, batched)), {"ctx": example}))
+            examples.append(example)
+        ctx._examples, ctx._stacked = examples, np.stack(rows)
+        ctx._outputs = examples[0]._outputs
+        return ctx._stacked, True
+
+    op = Op(name, forward, vjp, jvp, shape, True, batch=batch)
     op.function = cls.apply
     return op
 
 
-def _rewrapped(err, message):
+def _rewrapped(err, message, ctx):
     """`err`'s class (when its constructor takes a message) with `message` and the user's line."""
-    where = caller_line() + (f" (building the gradient of the node made at {user_line()})"
-                             if user_line() != caller_line() else "")
+    where = caller_line()
+    if ctx._applied is not None and ctx._applied != where:
+        where += f" (building the gradient of the {ctx._function.__name__} applied at {ctx._applied})"
     try:
         return type(err)(f"{message} (at {where})")
     except Exception:
         return RuntimeError(f"{message} (at {where})")
 
 
-def _check_output(name, out):
+def check_output(name, out):
     """forward returns NumPy arrays or numbers of a dtype dagrad computes with."""
     if isinstance(out, Tensor):
         raise user_error(TypeError, f"{name}.forward", "returned a Tensor: forward works on NumPy arrays and returns "
@@ -186,7 +269,7 @@ def _check_output(name, out):
                          "bool, integer, floating-point and complex values", out)
 
 
-def _packed_outputs(outs):
+def packed_outputs(outs):
     """Several outputs of a forward as the engine's one value, a flat array of their promoted dtype, and
     their (shape, dtype). A Dask or CuPy output stays as it is (np.asarray would compute or refuse it),
     and the value is of its type."""
@@ -195,59 +278,284 @@ def _packed_outputs(outs):
     return np.concatenate([a.astype(dtype, copy=False).ravel() for a in arrays]), [(a.shape, a.dtype) for a in arrays]
 
 
-def _find(saved, values, outs):
-    """How backward finds a saved value again: as forward's input k, its output k, or the value itself."""
-    for kind, group in (("input", values), ("output", outs)):
-        for k, v in enumerate(group):
-            if saved is v:
-                return (kind, k)
+def unpacked_parts(packed, outputs):
+    """The parts of an output-shaped packed value (the output, a cotangent), each in its own dtype."""
+    return tuple(p if np.dtype(dtype) == dtype_of(p) else astype(p, dtype)
+                 for p, (_, dtype) in zip(split(packed, outputs), outputs))
+
+
+def _find(saved, values, ctx, outs):
+    """How backward finds a saved value again: as the op's input j, forward's output k, a constant
+    argument, or the value itself."""
+    for j, v in enumerate(values):
+        if saved is v:
+            return ("input", j)
+    for k, v in enumerate(outs):
+        if saved is v:
+            return ("output", k)
+    for v in ctx._static.values():
+        if saved is v:
+            return ("static", v)
     return ("value", saved)
 
 
-@contextmanager
-def _saved(ctx, inputs, out):
-    """Gives backward the saved values as it must see them: the op's own inputs and outputs as
-    the sweep passes them (arrays, or Tensors when a graph of the gradient is recorded)."""
-    outs = (out,) if ctx._outputs is None else _split(out, ctx._outputs)
-    current = []
-    for kind, where in ctx._saved:
-        if kind == "input":
-            current.append(inputs[where])
-        elif kind == "output":
-            current.append(outs[where])
-        elif is_symbolic(out):
-            raise user_error(
-                TypeError, f"{ctx._function.__name__}.save_for_backward", "in a static graph or under dg.compile "
-                "it may save only forward's inputs and outputs (the others have no value when the gradient is "
-                "built); recompute the rest in backward")
-        else:
-            current.append(where)  # an intermediate value: a constant of the gradient
-    previous, ctx._current = ctx._current, tuple(current)
+class _saved:
+    """`with _saved(ctx, inputs, out):` gives backward the saved values as it must see them: the op's
+    own inputs and outputs as the sweep passes them (arrays, or Tensors when a graph of the gradient is
+    recorded). (A class, not a contextlib generator: the errors it raises name the user's line, and
+    contextlib's frames would stand in for it.)"""
+
+    def __init__(self, ctx, inputs, out):
+        symbolic = is_symbolic(out)
+        if symbolic:
+            for example in (ctx, *(ctx._examples or ())):
+                _refuse_stand_in_values(example)
+        if ctx._examples is not None and not ctx._merged:
+            _merge(ctx, out)
+        outs = (out,) if ctx._outputs is None else split(out, ctx._outputs)
+        found = {"input": inputs, "output": outs}
+        current = []
+        for kind, where in ctx._saved:
+            if kind in found:
+                current.append(found[kind][where])
+            elif symbolic and kind == "value":
+                raise user_error(
+                    TypeError, f"{ctx._function.__name__}.save_for_backward", "in a static graph or under "
+                    "dg.compile it may save only forward's inputs and outputs (the others have no value when the "
+                    "gradient is built); recompute the rest in backward")
+            else:
+                current.append(where)  # a constant argument, or an intermediate value: a constant of the gradient
+        self.ctx, self.current = ctx, tuple(current)
+        self.aliases = {attr: found[kind][where] for attr, (kind, where) in ctx._aliases.items()}
+
+    def __enter__(self):
+        ctx = self.ctx
+        self.previous = ctx._current, {attr: getattr(ctx, attr) for attr in self.aliases}
+        ctx._current = self.current
+        for attr, value in self.aliases.items():
+            setattr(ctx, attr, value)
+
+    def __exit__(self, *exc):
+        self.ctx._current, attributes = self.previous
+        for attr, value in attributes.items():
+            setattr(self.ctx, attr, value)
+
+
+def _refuse_stand_in_values(ctx):
+    """In a static graph the forward ran on stand-ins when the gradient is built: an array it left on
+    the ctx (a mask, say) would be a wrong constant of the gradient, so it is refused."""
+    for attr, value in vars(ctx).items():
+        if (isinstance(value, (np.ndarray, np.generic)) or is_foreign(value)) and attr not in ctx._aliases and not any(
+                value is v for v in ctx._static.values()):
+            raise user_error(TypeError, f"{ctx._function.__name__}.forward", f"set ctx.{attr} to an array: in a static "
+                             "graph or under dg.compile the gradient is built before any value exists (forward ran on "
+                             "stand-ins), so that array would be a wrong constant; recompute it in backward from "
+                             "ctx.saved_tensors (forward's inputs and outputs)", value)
+
+
+def _merge(ctx, out):
+    """Gives `ctx`, whose forward ran once per example under vmap, the examples' state as the batched
+    backward (or jvp) above that vmap must see it: a value that differs between the examples becomes a
+    value mapped by that vmap (its examples stacked), one they share stays as it is."""
+    level = _batch_level(out, ctx._stacked)
+    examples = ctx._examples
+    name = ctx._function.__name__
+    if len({len(e._saved) for e in examples}) != 1:
+        raise _differs(name, "save_for_backward", "saved a different number of values")
+    saved = []
+    for k, entries in enumerate(zip(*(e._saved for e in examples))):
+        kinds = {kind if kind in ("value", "static") else (kind, where) for kind, where in entries}
+        if len(kinds) != 1:
+            raise _differs(name, "save_for_backward", f"saved different things as value {k}")
+        kind = entries[0][0]
+        saved.append(entries[0] if kind in ("input", "output") else
+                     (kind, _mapped(name, f"saved value {k}", [where for _, where in entries], level)))
+    names = set(vars(examples[0]))
+    if any(set(vars(e)) != names for e in examples):
+        raise _differs(name, "forward", "set different attributes of ctx")
+    for attr in names:
+        aliases = {e._aliases.get(attr) for e in examples}
+        if len(aliases) == 1 and None not in aliases:  # the same input or output of each example
+            ctx._aliases[attr] = aliases.pop()
+        setattr(ctx, attr, _mapped(name, f"ctx.{attr}", [getattr(e, attr) for e in examples], level))
+    ctx._saved, ctx._merged = tuple(saved), True
+
+
+def _batch_level(out, stacked):
+    """The level of the vmap whose box holds `stacked`, found through the boxes around `out`."""
+    value = out
+    while isinstance(value, Tensor):
+        if type(value) is Batched and value._value is stacked:
+            return value._level
+        value = value._value
+    raise RuntimeError("dagrad internal error: a Function's vmap box was not found; please report it")
+
+
+def _mapped(name, what, values, level):
+    """One value for the examples' `values`: the value they share, or their stack as a box of vmap `level`."""
+    first = values[0]
+    if all(v is first for v in values):
+        return first
+    arrays = all(isinstance(v, (np.ndarray, np.generic, Tensor, bool, int, float, complex)) or is_foreign(v)
+                 for v in values)
+    if arrays and len({tuple(shape_of(v)) for v in values}) == 1:
+        return _leaf(np.stack(values), False, level, Batched)
     try:
-        yield
-    finally:
-        ctx._current = previous
+        if all(bool(v == first) for v in values):
+            return first
+    except Exception:  # a comparison that is no plain bool: the values are not simply equal
+        pass
+    raise _differs(name, "forward", f"left {what} of type {type(first).__name__} different in each example")
 
 
-def _where(out):
-    place = location(out) if isinstance(out, Tensor) else None
-    return place or user_line()
+def _differs(name, where, what):
+    return user_error(TypeError, f"{name}.{where}", f"under dg.vmap {what}: a Function's backward runs once for "
+                      "all the examples, so what forward leaves must be arrays or numbers (mapped with the examples) "
+                      "or the same in every example")
 
 
-def _checked_grads(name, result, inputs):
-    grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-    if len(grads) != len(inputs):
-        raise user_error(ValueError, f"{name}.backward", f"returned {len(grads)} gradient(s) for {len(inputs)} "
-                         "input(s) (return one per input of forward, None for one without a gradient)")
-    # a Python int or flag argument has no gradient, nor has anything but a number or an array (a Dask one too)
-    grads = tuple(None if isinstance(x, int) or not (isinstance(x, (Tensor, np.ndarray, float, np.generic))
-                                                     or is_foreign(x)) else grad
-                  for grad, x in zip(grads, inputs))
-    for k, (grad, x) in enumerate(zip(grads, inputs)):
-        if grad is not None and tuple(shape_of(grad)) != tuple(shape_of(x)):
-            raise user_error(ValueError, f"{name}.backward", f"the gradient for input {k} has shape "
-                             f"{tuple(shape_of(grad))}, but that input has shape {tuple(shape_of(x))}")
-    return grads
+class Rule:
+    """A user's custom rule whose results are checked: its name as errors give it (`Cube.backward`),
+    the function (for the line defining it) and the user's line that applied the custom op."""
+
+    __slots__ = ("name", "fn", "applied")
+
+    def __init__(self, name, fn, applied):
+        self.name = name
+        self.fn = fn
+        self.applied = applied
+
+    def where(self):
+        code = getattr(self.fn, "__code__", None)
+        defined = f", the rule defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+        return f" (the op was applied at {self.applied}{defined})"
+
+
+def checked_cotangent(rule, k, ct, x):
+    """What the engine takes from `ct`, the gradient `rule` returned for argument `k`, whose value is `x`
+    (as the sweep sees it: an array, or a Tensor when a graph of the gradient is recorded), as PyTorch's
+    validate_outputs does: None for a zero (also for an integer or bool input: it has no gradient), or
+    `ct` in `x`'s dtype (a real gradient of a complex input becomes complex) with `x`'s shape or one `x`
+    was broadcast to (the sweep then sums it). Anything else raises, naming the rule, the argument, both
+    shapes or types and the lines: another shape, a complex gradient for a real input, a list, a string."""
+    if ct is None:
+        return None
+    dtype = dtype_of(x)
+    if dtype.kind not in "fc":
+        return None
+    what = f"the gradient for argument {k}"
+    shape = shape_of(x)
+    ct = _array(rule, ct, what, f"argument {k}", shape, dtype)
+    got = shape_of(ct)
+    if not _broadcasts(shape, got):
+        raise user_error(ValueError, rule.name, f"returned {what} with shape {_text(got)}, but argument {k} has shape "
+                         f"{_text(shape)}: a gradient has its argument's shape, or a shape the argument was broadcast "
+                         f"to (it is then summed){rule.where()}")
+    return _cast(rule, ct, dtype, what, f"argument {k}")
+
+
+def checked_tangent(rule, t, shape, dtype, what):
+    """What the engine takes from `t`, the tangent `rule` returned for `what` (an output of `shape` and
+    `dtype`): None for a zero (also for an integer or bool output), or `t` of exactly that shape in that
+    dtype. Anything else raises, as `checked_cotangent`."""
+    if t is None or dtype.kind not in "fc":
+        return None
+    text = f"the tangent of {what}"
+    t = _array(rule, t, text, what, shape, dtype)
+    got = shape_of(t)
+    if not _same(got, shape):
+        raise user_error(ValueError, rule.name, f"returned {text} with shape {_text(got)}, but {what} has shape "
+                         f"{_text(shape)}: a tangent has exactly its output's shape{rule.where()}")
+    return _cast(rule, t, dtype, text, what)
+
+
+def _array(rule, value, what, subject, shape, dtype):
+    """`value` as an array or Tensor (a number becomes a 0-d array), or the error for anything else."""
+    if isinstance(value, (Tensor, np.ndarray, np.generic)) or is_foreign(value):
+        kind = dtype_of(value).kind
+    elif isinstance(value, (bool, int, float, complex)):
+        value = np.asarray(value)
+        kind = value.dtype.kind
+    else:
+        raise user_error(TypeError, rule.name, f"returned a {type(value).__name__} as {what} ({subject} is "
+                         f"{_describe(shape, dtype)}): return an array or a number (Tensors when a graph of the "
+                         f"gradient is recorded), or None for a zero{rule.where()}")
+    if kind not in "biufc":
+        raise user_error(TypeError, rule.name, f"returned an array of dtype {value.dtype} as {what} ({subject} is "
+                         f"{_describe(shape, dtype)}): it must be numeric{rule.where()}")
+    return value
+
+
+def _cast(rule, value, dtype, what, subject):
+    """`value` in `dtype` (as PyTorch casts a gradient to its input's dtype); a complex value for a real
+    one is refused (its imaginary part would be dropped silently)."""
+    have = dtype_of(value)
+    if have == dtype:
+        return value
+    if have.kind == "c" and dtype.kind != "c":
+        raise user_error(TypeError, rule.name, f"returned {what} of complex dtype {have}, but {subject} is real "
+                         f"({dtype}): return a real value (the real part, if that is what you mean){rule.where()}")
+    return astype(value, dtype)
+
+
+def _unknown(n):
+    return n is None or n != n  # None: a static graph's unknown size; NaN: Dask's
+
+
+def _broadcasts(shape, target):
+    """Whether `shape` broadcasts to `target` (an unknown size fits any)."""
+    if shape is None or target is None:
+        return True
+    if len(shape) > len(target):
+        return False
+    return all(n == m or n == 1 or _unknown(n) or _unknown(m) for n, m in zip(reversed(shape), reversed(target)))
+
+
+def _same(shape, target):
+    if shape is None or target is None:
+        return True
+    return len(shape) == len(target) and all(n == m or _unknown(n) or _unknown(m) for n, m in zip(shape, target))
+
+
+def _text(shape):
+    return "unknown" if shape is None else str(tuple(shape))
+
+
+def _describe(shape, dtype):
+    return f"of shape {_text(shape)} and dtype {dtype}"
+
+
+def _checked_grads(rule, result, inputs, ctx):
+    grads = result if isinstance(result, tuple) else (result,)
+    if len(grads) != ctx._nargs:
+        got = "" if isinstance(result, tuple) else f" (a {type(result).__name__})"
+        raise user_error(ValueError, rule.name, f"returned {len(grads)} gradient(s){got} for {ctx._nargs} input(s) "
+                         "(return one per argument of forward, a tuple of them for several, None for one without "
+                         f"a gradient){rule.where()}")
+    # an argument that is not a Tensor is a constant: whatever its gradient is, it is not wanted
+    return tuple(checked_cotangent(rule, k, grads[k], x) for k, x in zip(ctx._positions(), inputs))
+
+
+def _checked_tangents(rule, tangent, out, outputs):
+    """The output tangent(s) a jvp rule returned, checked and packed as the engine holds several outputs."""
+    if outputs is None:
+        return checked_tangent(rule, tangent, shape_of(out), dtype_of(out), "the output")
+    if not isinstance(tangent, tuple) or len(tangent) != len(outputs):
+        got = f"{len(tangent)} tangents" if isinstance(tangent, tuple) else f"a {type(tangent).__name__}"
+        raise user_error(ValueError, rule.name, f"returned {got} for {len(outputs)} outputs: return a tuple with one "
+                         f"tangent per output (None for a zero){rule.where()}")
+    parts = []
+    for i, (t, part, (shape, dtype)) in enumerate(zip(tangent, split(out, outputs), outputs)):
+        t = checked_tangent(rule, t, shape, dtype, f"output {i}")
+        parts.append(ravel(zeros_like(part) if t is None else t))
+    return concatenate(parts)
+
+
+def in_dtype_of(value, like):
+    """A tangent or cotangent that dagrad derived from a rule of the other mode, in the dtype of `like`,
+    the value it belongs to (a rule computing in another dtype, or a float64 zero, must not change it)."""
+    dtype = dtype_of(like)
+    return value if dtype.kind not in "fc" or dtype_of(value) == dtype else astype(value, dtype)
 
 
 def _jvp_from_backward(vjp, tangents, out, inputs, ctx):
@@ -259,14 +567,13 @@ def _jvp_from_backward(vjp, tangents, out, inputs, ctx):
                 total = total + reduce_sum(part * t)
         return total
 
-    return grad_of(inner)(zeros_like(out))
+    return in_dtype_of(grad_of(inner)(zeros_like(out)), out)
 
 
-def _split(packed, outputs):
+def split(packed, outputs):
     parts, offset = [], 0
     for shape, _ in outputs:
         size = int(np.prod(shape, dtype=np.int64))
         parts.append(reshape(getitem(packed, slice(offset, offset + size)), shape))
         offset += size
     return parts
-

@@ -56,6 +56,11 @@ def module_source(entry, f):
     for name in (*_HELPERS, public, impl, *generated.constants):
         definitions.defined[name] = _RESERVED  # a copied definition that needs one of these names is refused
     for op, binding in generated.bindings.items():
+        custom = getattr(op.forward, "custom_op", None)  # marked by dagrad/function.py and custom.py
+        if custom is not None:
+            raise ExportError(f"export: the code calls {op.name!r}, {custom}: its forward is your own Python code, "
+                              "which an exported module does not copy (a custom op runs under dg.compile, not in an "
+                              "exported module)")
         definitions.define(binding, op.forward, f"the forward of op {op.name!r}")
     constants = [_constant_line(name, value) for name, value in generated.constants.items()]
     uses_base64 = any("_array(" in line for line in constants)
