@@ -39,7 +39,8 @@ except ImportError:  # pragma: no cover  (the suite runs with SciPy)
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
            "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "iv", "ive", "j0", "j1", "jn",
-           "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rgamma", "xlog1py",
+           "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rgamma", "stdtr",
+           "xlog1py",
            "xlogy", "y0", "y1", "yn"]
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -83,9 +84,10 @@ def _op(name, forward, rules, nargs, ufunc=None, numpy_only=False):
 def _cast(out, ufunc, args):
     """SciPy's result in the dtype NumPy 2 gives for `args` (a Python number does not widen float32,
     where SciPy's ufuncs widen it to float64)."""
-    dtypes = [type(a) if type(a) in (int, float, bool) else np.result_type(a) for a in args]
-    # a Dask array (SciPy's ufuncs reach Dask through __array_ufunc__) is cast lazily, not through np.asarray
-    return (out if hasattr(out, "map_blocks") else np.asarray(out)).astype(_weak_result(ufunc, dtypes), copy=False)[()]
+    dtypes = [type(a) if type(a) in (int, float, bool) else dtype_of(a) for a in args]
+    # an array (a Dask or CuPy one too: SciPy's ufuncs reach them through __array_ufunc__) is cast as it is,
+    # not through np.asarray (which would load a Dask array, and which CuPy refuses)
+    return (out if hasattr(out, "astype") else np.asarray(out)).astype(_weak_result(ufunc, dtypes), copy=False)[()]
 
 
 def _weak_result(ufunc, dtypes):
@@ -216,6 +218,17 @@ def betainc(a, b, x):
     _needs_scipy("betainc")
     return _betainc.function(a, b, x)
 
+
+# Student's t cdf: SciPy's, with the density as its derivative in t (through z * z / df the betainc form
+# would give inf * 0 = NaN at t = 0)
+def _t_density(df, t):
+    half = (df + 1) / 2
+    return astype(exp(gammaln(half) - gammaln(df / 2) - 0.5 * log(df * math.pi) - half * log1p(t * t / df)),
+                  dtype_of(t))
+
+
+stdtr = _op("stdtr", lambda df, t: _cast(_sp.stdtr(df, t), _sp.stdtr, (df, t)),
+            (_not_for("stdtr", "df"), lambda g, out, df, t: g * _t_density(df, t)), 2)
 
 # the error function family
 erfc = _op("erfc", lambda x: _sp.erfc(x), (lambda g, out, x: g * (-2 / _SQRT_PI) * exp(-(x * x)),), 1)

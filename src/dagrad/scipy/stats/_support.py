@@ -17,9 +17,9 @@ import math
 import numpy as np
 
 from ..._core.shapes import dtype_of
-from ...ops.elementwise import astype, greater, greater_equal, logical_not, logical_or, where
+from ...ops.elementwise import astype, greater, greater_equal, log, logical_not, logical_or, where
 
-__all__ = ["any_of", "inside", "not_above", "outside", "undefined"]
+__all__ = ["any_of", "inside", "log_", "not_above", "outside", "undefined"]
 
 
 def _never(mask):
@@ -44,7 +44,15 @@ def any_of(*masks):
 
 def inside(out_of_support, value, point):
     """`value`, with `point` (a value inside the support) where it is out of the support."""
+    if isinstance(out_of_support, bool) and isinstance(value, (int, float)):
+        return point if out_of_support else value  # Python numbers stay weakly typed (float32 stays float32)
     return value if _never(out_of_support) else where(out_of_support, point, value)
+
+
+def log_(value):
+    """log(value), a Python float for a Python number (so a default scale of 1.0 does not make float32
+    results float64: dagrad's log of a Python number is a float64 scalar)."""
+    return math.log(value) if isinstance(value, (int, float)) else log(value)
 
 
 def outside(out_of_support, value, fill=-math.inf):

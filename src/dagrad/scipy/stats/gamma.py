@@ -10,24 +10,33 @@ NaN (see `_support`).
 
 from __future__ import annotations
 
+import math
+
 from ...ops.elementwise import exp, log
 from .. import special
-from ._support import any_of, inside, not_above, outside, undefined
+from ._support import any_of, inside, log_, not_above, outside, undefined
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def _standard(x, a, loc, scale):
-    """(invalid, a, y): where the parameters are invalid, a and y = (x - loc) / scale at valid stand-ins."""
+    """(invalid, a, scale, below): a and scale at valid stand-ins where the parameters are invalid, and
+    where x is below the support."""
     invalid = any_of(not_above(a, 0), not_above(scale, 0))
-    return invalid, inside(invalid, a, 1.0), (x - loc) / inside(invalid, scale, 1.0)
+    scale = inside(invalid, scale, 1.0)
+    return invalid, inside(invalid, a, 1.0), scale, (x - loc) / scale < 0
+
+
+def _inside(x, loc, scale, below):
+    """(x - loc) / scale, and 1 (a point inside the support) below it: the formulas see no inf there, not
+    even from an x = -inf (whose 0 * inf in d/dscale would be NaN)."""
+    return (inside(below, x, loc + scale) - loc) / scale
 
 
 def logpdf(x, a, loc=0.0, scale=1.0):
-    invalid, a_, y = _standard(x, a, loc, scale)
-    below = y < 0
-    y = inside(below, y, 1.0)
-    out = outside(below, special.xlogy(a_ - 1, y) - y - special.gammaln(a_) - log(inside(invalid, scale, 1.0)))
+    invalid, a_, scale_, below = _standard(x, a, loc, scale)
+    y = _inside(x, loc, scale_, below)
+    out = outside(below, special.xlogy(a_ - 1, y) - y - special.gammaln(a_) - log_(scale_))
     return undefined(invalid, out, x, a, loc, scale)
 
 
@@ -35,24 +44,25 @@ def pdf(x, a, loc=0.0, scale=1.0):
     return exp(logpdf(x, a, loc, scale))
 
 
-def _clipped(function, x, a, loc, scale):
-    """`function` (gammainc or gammaincc) of a and y = (x - loc) / scale, y clipped to 0 below the support
-    (where the cdf is 0 and has no slope: its log's gradient there is 0 too, not inf * 0)."""
-    invalid, a_, y = _standard(x, a, loc, scale)
-    return undefined(invalid, function(a_, inside(y < 0, y, 0.0)), x, a, loc, scale)
+def _tail(function, x, a, loc, scale, below_value, take_log=False):
+    """`function` (gammainc: the cdf, gammaincc: the sf) of a and (x - loc) / scale, or its log, and
+    `below_value` below the support, with no slope there in either mode."""
+    invalid, a_, scale_, below = _standard(x, a, loc, scale)
+    out = function(a_, _inside(x, loc, scale_, below))
+    return undefined(invalid, outside(below, log(out) if take_log else out, below_value), x, a, loc, scale)
 
 
 def cdf(x, a, loc=0.0, scale=1.0):
-    return _clipped(special.gammainc, x, a, loc, scale)
+    return _tail(special.gammainc, x, a, loc, scale, 0.0)
 
 
 def logcdf(x, a, loc=0.0, scale=1.0):
-    return log(cdf(x, a, loc, scale))
+    return _tail(special.gammainc, x, a, loc, scale, -math.inf, take_log=True)
 
 
 def sf(x, a, loc=0.0, scale=1.0):
-    return _clipped(special.gammaincc, x, a, loc, scale)
+    return _tail(special.gammaincc, x, a, loc, scale, 1.0)
 
 
 def logsf(x, a, loc=0.0, scale=1.0):
-    return log(sf(x, a, loc, scale))
+    return _tail(special.gammaincc, x, a, loc, scale, 0.0, take_log=True)

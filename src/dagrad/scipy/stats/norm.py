@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from ...ops.elementwise import exp, log
+from ...ops.elementwise import exp
 from .. import special
-from ._support import inside, not_above, undefined
+from ._support import inside, log_, not_above, undefined
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "entropy"]
 
@@ -27,7 +27,7 @@ def _standard(x, loc, scale):
 
 def logpdf(x, loc=0.0, scale=1.0):
     invalid, scale_, z = _standard(x, loc, scale)
-    return undefined(invalid, -0.5 * z * z - log(scale_) - 0.5 * _LOG_2PI, x, loc, scale)
+    return undefined(invalid, -0.5 * z * z - log_(scale_) - 0.5 * _LOG_2PI, x, loc, scale)
 
 
 def pdf(x, loc=0.0, scale=1.0):
@@ -61,4 +61,4 @@ def ppf(q, loc=0.0, scale=1.0):
 
 def entropy(loc=0.0, scale=1.0):
     invalid = not_above(scale, 0)
-    return undefined(invalid, 0.5 * (_LOG_2PI + 1) + log(inside(invalid, scale, 1.0)), loc, scale)
+    return undefined(invalid, 0.5 * (_LOG_2PI + 1) + log_(inside(invalid, scale, 1.0)), loc, scale)

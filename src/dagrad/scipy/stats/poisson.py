@@ -10,6 +10,8 @@ the cdf steps at the integers (its gradient in k is 0); `mu < 0` gives NaN (see 
 
 from __future__ import annotations
 
+import math
+
 from ...ops.elementwise import exp, floor, log, stop_gradient
 from .. import special
 from ._support import any_of, inside, not_above, outside, undefined
@@ -31,26 +33,27 @@ def pmf(k, mu, loc=0):
     return exp(logpmf(k, mu, loc))
 
 
-def _clipped(function, k, mu, loc, below):
-    """`function` (gammaincc for the cdf, gammainc for the sf) of floor(k - loc) + 1 and mu; `below` below
-    the support. floor(k - loc) is a constant: the cdf is a step function of k (gradient 0)."""
+def _tail(function, k, mu, loc, below_value, take_log=False):
+    """`function` (gammaincc: the cdf, gammainc: the sf) of floor(k - loc) + 1 and mu, or its log, and
+    `below_value` below the support. floor(k - loc) is a constant: the cdf is a step function of k
+    (gradient 0); below the support the formula sees k = 0, so it has no slope there in either mode."""
     invalid = not_above(mu, 0, strict=False)
     n = stop_gradient(floor(k - loc))
-    out = outside(n < 0, function(inside(n < 0, n, 0) + 1, inside(invalid, mu, 1.0)), below)
-    return undefined(invalid, out, mu)
+    out = function(inside(n < 0, n, 0) + 1, inside(invalid, mu, 1.0))
+    return undefined(invalid, outside(n < 0, log(out) if take_log else out, below_value), mu)
 
 
 def cdf(k, mu, loc=0):
-    return _clipped(special.gammaincc, k, mu, loc, 0.0)
+    return _tail(special.gammaincc, k, mu, loc, 0.0)
 
 
 def logcdf(k, mu, loc=0):
-    return log(cdf(k, mu, loc))
+    return _tail(special.gammaincc, k, mu, loc, -math.inf, take_log=True)
 
 
 def sf(k, mu, loc=0):
-    return _clipped(special.gammainc, k, mu, loc, 1.0)
+    return _tail(special.gammainc, k, mu, loc, 1.0)
 
 
 def logsf(k, mu, loc=0):
-    return log(sf(k, mu, loc))
+    return _tail(special.gammainc, k, mu, loc, 0.0, take_log=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from ...ops.elementwise import exp, log, log1p, where
+from ...ops.elementwise import exp, log, log1p
 from .. import special
-from ._support import any_of, inside, not_above, undefined
+from ._support import any_of, inside, log_, not_above, undefined
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -28,7 +28,7 @@ def logpdf(x, df, loc=0.0, scale=1.0):
     invalid, normal, df_, z = _standard(x, df, loc, scale)
     half = (df_ + 1) / 2
     out = (special.gammaln(half) - special.gammaln(df_ / 2) - 0.5 * log(df_ * math.pi) - half * log1p(z * z / df_))
-    out = inside(normal, out, -0.5 * z * z - 0.5 * math.log(2 * math.pi)) - log(inside(invalid, scale, 1.0))
+    out = inside(normal, out, -0.5 * z * z - 0.5 * math.log(2 * math.pi)) - log_(inside(invalid, scale, 1.0))
     return undefined(invalid, out, x, df, loc, scale)
 
 
@@ -38,8 +38,7 @@ def pdf(x, df, loc=0.0, scale=1.0):
 
 def cdf(x, df, loc=0.0, scale=1.0):
     invalid, normal, df_, z = _standard(x, df, loc, scale)
-    tail = 0.5 * special.betainc(df_ / 2, 0.5, df_ / (df_ + z * z))
-    return undefined(invalid, inside(normal, where(z > 0, 1 - tail, tail), special.ndtr(z)), x, df, loc, scale)
+    return undefined(invalid, inside(normal, special.stdtr(df_, z), special.ndtr(z)), x, df, loc, scale)
 
 
 def logcdf(x, df, loc=0.0, scale=1.0):
