@@ -366,3 +366,19 @@ def test_xlogy_derivatives_at_zero():
     assert float(dg.grad(special.xlog1py, argnums=1)(0.0, -1.0)) == 0.0
     assert float(dg.jvp(lambda y: special.xlogy(0.0, y), (0.0,), (1.0,))[1]) == 0.0
     assert float(dg.grad(special.xlogy)(0.0, 0.0)) == -INF  # x log 0: -inf for every x > 0
+
+
+def test_an_isotropic_multivariate_normal():
+    x = np.array([[0.1, 0.2, 0.3], [1.0, -1.0, 0.5]])
+    mean = np.zeros(3)
+    np.testing.assert_allclose(stats.multivariate_normal.logpdf(x, mean, 2.0),
+                               ss.multivariate_normal.logpdf(x, mean, 2.0), rtol=1e-12)
+    # the entropy of cov * I in the mean's dimension (it was the one-dimensional one's)
+    np.testing.assert_allclose(stats.multivariate_normal.entropy(mean, 2.0), ss.multivariate_normal.entropy(mean, 2.0),
+                               rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for cov in (0.0, -2.0):  # SciPy raises; NaN here, with NaN gradients, as the univariate scales
+            assert np.isnan(stats.multivariate_normal.logpdf(x, mean, cov)).all()
+            assert np.isnan(dg.grad(lambda c: dg.sum(stats.multivariate_normal.logpdf(x, mean, c)))(cov))
+            assert np.isnan(stats.multivariate_normal.entropy(mean, cov))

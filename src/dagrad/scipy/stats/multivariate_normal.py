@@ -23,7 +23,7 @@ from ...ops.linalg import cholesky, diagonal, eigh, solve
 from ...ops.reduce import max as max_
 from ...ops.reduce import sum as sum_
 from ...ops.shape import expand_dims, squeeze
-from ._support import outside
+from ._support import inside, not_above, outside, undefined
 
 __all__ = ["logpdf", "pdf", "entropy"]
 
@@ -54,8 +54,11 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
     shape = tuple(shape_of(x))
     d = shape[-1] if shape else 1
     diff = x if mean is None else x - mean
-    if len(shape_of(cov)) == 0:  # a scalar variance: the isotropic case
-        return -0.5 * (sum_(diff * diff, axis=-1) / cov + d * (_LOG_2PI + log(cov)))
+    if len(shape_of(cov)) == 0:  # a scalar variance: the isotropic case; NaN for one <= 0 (SciPy raises)
+        invalid = not_above(cov, 0)
+        var = inside(invalid, cov, 1.0)
+        out = -0.5 * (sum_(diff * diff, axis=-1) / var + d * (_LOG_2PI + log(var)))
+        return undefined(invalid, out, sum_(x, axis=-1), cov)
     if allow_singular:
         return _logpdf_singular(diff, cov)
     chol = cholesky(cov)
@@ -71,8 +74,10 @@ def pdf(x, mean=None, cov=1, allow_singular=False):
 
 def entropy(mean=None, cov=1):
     """The differential entropy, 0.5 log det(2 pi e cov); it does not depend on the mean."""
-    if len(shape_of(cov)) == 0:
-        return 0.5 * (_LOG_2PI + 1 + log(cov))
+    if len(shape_of(cov)) == 0:  # cov * I of the mean's dimension (1 without a mean), as SciPy
+        d = shape_of(mean)[-1] if mean is not None and len(shape_of(mean)) else 1
+        invalid = not_above(cov, 0)
+        return undefined(invalid, 0.5 * d * (_LOG_2PI + 1 + log(inside(invalid, cov, 1.0))), cov)
     d = shape_of(cov)[-1]
     half_logdet = sum_(log(diagonal(cholesky(cov), axis1=-2, axis2=-1)), axis=-1)
     return 0.5 * d * (_LOG_2PI + 1) + half_logdet
