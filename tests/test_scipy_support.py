@@ -30,6 +30,7 @@ class Dist:
     boundary: list  # points on its edge (SciPy's values; no gradient check)
     inside: list  # interior points (central differences)
     gaps: list = field(default_factory=list)  # between a discrete support's points: outside for the pmf only
+    edge_shapes: list = field(default_factory=list)  # valid shape parameters on the edge (no central differences)
     cdf_shapes: bool = False  # whether the cdf family is differentiable in the shape parameters
     discrete: bool = False
     scales: list = field(default_factory=lambda: [(0.0, 1.0), (0.5, 2.0)])  # (loc, scale)
@@ -54,7 +55,7 @@ DISTS = [
     Dist("beta", [(0.5, 0.7), (1.0, 1.0), (2.0, 3.0)], [(0.0, 1.0), (1.0, -1.0), (NAN, 1.0)],
          [-0.5, 1.5, -1e-3, 1 + 1e-3, -INF, INF], [0.0, 1.0], [0.2, 0.7]),
     Dist("poisson", [(0.5,), (3.0,)], [(-1.0,), (NAN,)], [-1.0, -0.5, -INF], [0.0, INF], [0.0, 1.0, 4.0],
-         gaps=[2.5, 0.5], cdf_shapes=True, discrete=True, scales=[(0, None), (2, None)]),
+         gaps=[2.5, 0.5], edge_shapes=[(0.0,)], cdf_shapes=True, discrete=True, scales=[(0, None), (2, None)]),
 ]
 PMF = {"logpdf", "pdf", "logpmf", "pmf"}
 
@@ -130,7 +131,7 @@ IDS = [f"{d.name}.{m}" for d, m in CASES]
 def test_values_match_scipy_inside_outside_on_the_boundary_and_at_invalid_parameters(dist, method):
     points = dist.outside + dist.gaps + dist.boundary + dist.inside + [NAN]
     for loc, scale in dist.scales:
-        args = _grid(dist, points, dist.shapes, loc, scale)
+        args = _grid(dist, points, dist.shapes + dist.edge_shapes, loc, scale)
         _same(_ours(dist, method, args), _scipys(dist, method, args), f"{dist.name}.{method} loc={loc} scale={scale}")
         if dist.invalid:  # NaN everywhere, as SciPy (whose logcdf gives 0 at k = inf even there: not followed)
             out = _ours(dist, method, _grid(dist, points, dist.invalid, loc, scale))
@@ -147,7 +148,8 @@ def test_outside_the_support_the_gradient_is_zero_in_both_modes(dist, method):
         pytest.skip(f"{dist.name}'s support is the real line")
     f = getattr(dist.module, method)
     for loc, scale in dist.scales:
-        args = _grid(dist, dist.outside + (dist.gaps if method in PMF else []), dist.shapes, loc, scale)
+        args = _grid(dist, dist.outside + (dist.gaps if method in PMF else []), dist.shapes + dist.edge_shapes, loc,
+                     scale)
         argnums = _differentiable(dist, method, len(args))
         rev, fwd = _gradients(f, args, argnums)
         for i, r, t in zip(argnums, rev, fwd):

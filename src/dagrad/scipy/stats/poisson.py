@@ -36,11 +36,13 @@ def pmf(k, mu, loc=0):
 def _tail(function, k, mu, loc, below_value, take_log=False):
     """`function` (gammaincc: the cdf, gammainc: the sf) of floor(k - loc) + 1 and mu, or its log, and
     `below_value` below the support. floor(k - loc) is a constant: the cdf is a step function of k
-    (gradient 0); below the support the formula sees k = 0, so it has no slope there in either mode."""
+    (gradient 0); below the support the formula sees k = 0 and mu = 1 (where the sf is not 0 even for a
+    mu of 0, so its log has a finite slope to cut), so it has no slope there in either mode."""
     invalid = not_above(mu, 0, strict=False)
     n = stop_gradient(floor(k - loc))
-    out = function(inside(n < 0, n, 0) + 1, inside(invalid, mu, 1.0))
-    return undefined(invalid, outside(n < 0, log(out) if take_log else out, below_value), mu)
+    below = n < 0
+    out = function(inside(below, n, 0) + 1, inside(any_of(invalid, below), mu, 1.0))
+    return undefined(invalid, outside(below, log(out) if take_log else out, below_value), mu)
 
 
 def cdf(k, mu, loc=0):
