@@ -419,6 +419,12 @@ for _name, _order, _ref, _kw in [("polygamma", 1, _sps.polygamma, {"low": 0.5, "
     case(_name, lambda x, f=_fn, n=_order: f(n, x), lambda x, f=_ref, n=_order: f(n, x), (4,),
          name=f"{_name}({_order}, x)", **_kw)
 case("betainc", lambda x: _dsp.betainc(2.0, 3.0, x), lambda x: _sps.betainc(2.0, 3.0, x), (4,), low=0.1, high=0.9)
+for _name in ["xlogy", "xlog1py", "beta", "betaln"]:
+    for _a, _b in [((4,), (4,)), ((2, 1), (3,))]:
+        case(_name, getattr(_dsp, _name), getattr(_sps, _name), _a, _b, low=0.5, high=3.0)
+case("stdtr", lambda t: _dsp.stdtr(3.5, t), lambda t: _sps.stdtr(3.5, t), (4,), name="stdtr(3.5, t)")
+case("multigammaln", lambda a: _dsp.multigammaln(a, 3), lambda a: _sps.multigammaln(a, 3), (4,), low=1.5, high=4.0,
+     name="multigammaln(a, 3)")
 
 # -- dagrad.scipy.linalg, .signal, .integrate: SciPy computes the values
 import scipy.integrate as _sci  # noqa: E402

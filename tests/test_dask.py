@@ -23,7 +23,7 @@ _FFT = "Dask's FFT needs one chunk along each transformed axis (rechunk first)"
 NOT_YET = {
     **dict.fromkeys(["eigh_w", "eigh_v", "eig_w", "eig_v", "det", "logabsdet", "slogdet_phase", "pinv", "cofactor",
                      "solve_triangular", "solve_sylvester", "expm", "sqrtm", "odeint", "polygamma", "digamma",
-                     "convolve", "binary_cross_entropy", "qr_q", "qr_r"], _NUMPY_ONLY),
+                     "multigammaln", "convolve", "binary_cross_entropy", "qr_q", "qr_r"], _NUMPY_ONLY),
     **dict.fromkeys(["svd_s", "svd_u", "svd_vt", "cholesky", "inv", "inv_inf", "solve"], _DASK_LINALG),
     **dict.fromkeys(["fftn", "rfftn", "irfftn"], _FFT),
     "einsum": "a repeated letter (a diagonal, 'ii->') goes through Dask's einsum, which refuses it",

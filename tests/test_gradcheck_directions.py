@@ -253,3 +253,54 @@ def test_a_single_mode_string_and_several_directions():
     for seed in range(3):  # any seed catches the error
         with pytest.raises(dg.GradcheckError):
             dg.gradcheck(wrong_cube, X, modes="rev", seed=seed)
+
+
+# -- a derivative in the wrong space: HIPS autograd's "Type mismatch" (issue 24, item 6)
+@pytest.fixture
+def spurious_ops():
+    """Two test-local ops y = 2 x whose rules give the right real part but leave the input's space: one a
+    complex gradient (and tangent) for a real input (output), one a float32 gradient for a float64 input.
+    Their real parts pass every check by values (which pairs Re(<c, t>)); only the type check sees them."""
+    declared = []
+
+    def declare(name, rule):
+        op = dg.defop(name, lambda x: 2 * x, vjp=(lambda g, out, x: rule(g),), jvp=(lambda t, out, x: rule(t),),
+                      shape=lambda s: s, nargs=1, dtype=lambda d: np.dtype(d))
+        declared.append(name)
+        return op.function
+
+    yield {"complex": declare("test_spurious_complex", lambda g: g * (2 + 0.5j)),
+           "float32": declare("test_spurious_float32", lambda g: dg.astype(g * 2, np.float32))}
+    for name in declared:
+        dg.REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize("kind", ["complex", "float32"])
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_a_derivative_of_the_wrong_dtype_fails_gradcheck_in_each_mode(spurious_ops, kind, mode):
+    f = spurious_ops[kind]
+    with pytest.raises(dg.GradcheckError, match=rf"\({mode} mode\): Type mismatch: the (gradient|tangent) .*"
+                                                r"has dtype (complex128|float32)") as info:
+        dg.gradcheck(f, X, modes=mode)
+    assert info.value.mode == mode
+    with pytest.raises(AssertionError, match=r"Type mismatch"):
+        dg.check_grads(f, (X,), order=1, modes=(mode,))
+    with pytest.raises(AssertionError, match=rf"(?s)Derivative \({'VJP' if mode == 'rev' else 'JVP'}\) check .*"
+                                             r"Type mismatch"):
+        dg.test_util.check_grads(f, modes=[mode], order=1)(X)
+
+
+def test_a_complex_jacobian_of_a_real_function_fails_gradcheck_full(spurious_ops):
+    with pytest.raises(dg.GradcheckError, match=r"Type mismatch: the Jacobian with respect to arg0 is complex"):
+        dg.gradcheck(spurious_ops["complex"], X, full=True, modes="rev")
+
+
+def test_sqrtm_of_a_real_matrix_with_a_complex_root_has_a_real_gradient():
+    linalg = pytest.importorskip("dagrad.scipy.linalg")
+    a = np.array([[1.0, 2.0], [3.0, -4.0]])  # eigenvalues 1.53 and -4.53: the principal root is complex
+    assert np.iscomplexobj(linalg.sqrtm(a))
+    grad = dg.grad(lambda a: dg.sum(dg.real(linalg.sqrtm(a))))(a)
+    assert grad.dtype == np.float64
+    assert dg.gradcheck(lambda a: dg.real(linalg.sqrtm(a)), a, order=2)
+    assert dg.gradcheck(lambda a: dg.imag(linalg.sqrtm(a)), a, full=True)
+    assert dg.gradcheck(linalg.sqrtm, a, order=2)

@@ -35,6 +35,27 @@ def _is_complex(arrays):
     return any(a.dtype.kind == "c" for a in arrays)
 
 
+def _dtype_shape(x):
+    """(dtype, shape) of an array, Tensor or Python number, without copying a Tensor's values."""
+    x = x.numpy() if isinstance(x, Tensor) else x
+    return np.result_type(x), np.shape(x)
+
+
+def _type_mismatch(derivatives, references, what, names):
+    """The first derivative whose dtype or shape is not its reference's (a gradient must live where its
+    input does, a tangent where its output does: HIPS autograd's "Type mismatch"), as a message, or None.
+    A complex derivative of a real value is the class this catches: its imaginary part is invisible to
+    the pairing Re(<c, t>) the values are compared with. Integer and bool references are skipped."""
+    for derivative, reference, name in zip(derivatives, references, names):
+        (dtype, shape), (ref_dtype, ref_shape) = _dtype_shape(derivative), _dtype_shape(reference)
+        if ref_dtype.kind not in "fc":
+            continue
+        if dtype != ref_dtype or tuple(shape) != tuple(ref_shape):
+            return (f"Type mismatch: the {what} for {name} has dtype {dtype} and shape {tuple(shape)}, but {name} "
+                    f"has dtype {ref_dtype} and shape {tuple(ref_shape)}")
+    return None
+
+
 def _pairing(cotangents, tangents):
     """<c, t> = Re(sum(c * t)): how a cotangent acts on a tangent (no conjugation, as JAX and HIPS
     autograd pair them), the dot product for real values."""
@@ -117,7 +138,10 @@ def gradcheck(f, *args, eps=1e-6, atol=1e-6, rtol=1e-4, modes=("rev", "fwd"), or
     (`jacobian`, `jacfwd`) at every order instead, as PyTorch's gradcheck does.
 
     A mismatch is |analytic - numeric| > atol + rtol * |numeric|; the defaults catch a
-    0.05% error in a float64 gradient of order one. Inputs are checked in float64.
+    0.05% error in a float64 gradient of order one. Inputs are checked in float64. Every
+    gradient must also have its input's dtype and shape, and every tangent its output's (HIPS
+    autograd's "Type mismatch"): a complex gradient of a real input fails even when its real part,
+    all that the pairing below sees, is right.
 
     `gradcheck(f, a, b)` checks `f(a, b)`; so does `gradcheck(f, (a, b))`, PyTorch's way of
     passing the inputs (a lone tuple, or a lone list holding arrays or Tensors, is the tuple of
@@ -225,12 +249,20 @@ class _DirectionCheck:
         if "rev" in self.modes:
             pull = vjp(f, *args)[1]
             cotangents = [self._draw(o) for o in outs]
-            pulled = [_as_float64(c).ravel() for c in pull(tree_unflatten(out_def, cotangents))]
+            pulled = pull(tree_unflatten(out_def, cotangents))
+            found = _type_mismatch(pulled, args, "gradient (vjp)", names)
+            if found:
+                raise GradcheckError(f"gradcheck of {f.__name__} (rev mode): {found}", f.__name__, "rev")
+            pulled = [_as_float64(c).ravel() for c in pulled]
         for k in range(self.directions):
             tangents = [self._draw(a) for a in args]
             numeric = self._difference(f, args, tangents)
             if "fwd" in self.modes:
-                analytic = _flat_leaves(jvp(f, tuple(args), tuple(tangents))[1])
+                pushed = tree_flatten(jvp(f, tuple(args), tuple(tangents))[1])[0]
+                found = _type_mismatch(pushed, out_leaves, "tangent (jvp)", [f"out{i}" for i in range(len(outs))])
+                if found:
+                    raise GradcheckError(f"gradcheck of {f.__name__} (fwd mode): {found}", f.__name__, "fwd")
+                analytic = [_as_float64(t).ravel() for t in pushed]
                 for i, (a, n) in enumerate(zip(analytic, numeric)):
                     worst = _mismatch(a, n, self.atol, self.rtol)
                     if worst is not None:
@@ -286,6 +318,9 @@ def _gradcheck(f, args, eps, atol, rtol, modes, order, names):
     for mode in modes:
         analytic = _TRANSFORMS[mode](f, argnums=tuple(range(len(args))))(*args)
         for i, (a, n) in enumerate(zip(analytic, numeric)):
+            if np.iscomplexobj(a.numpy() if isinstance(a, Tensor) else a):
+                raise GradcheckError(f"gradcheck of {name} ({mode} mode): Type mismatch: the Jacobian with respect "
+                                     f"to {names[i]} is complex, but the function and {names[i]} are real", name, mode)
             a = _as_float64(a).reshape(n.shape)
             worst = _mismatch(a, n, atol, rtol)
             if worst is not None:
@@ -375,10 +410,11 @@ def _inner(xs, ys):
 def _check_jvp(f, args, atol, rtol, eps, err_msg):
     tangents = _tree_map(_random_like(np.random.default_rng(0)), args)
     out, tangent_out = jvp(f, args, tangents)
-    for o, t in zip(tree_flatten(out)[0], tree_flatten(tangent_out)[0]):
-        if _array(o).dtype != _array(t).dtype:
-            raise AssertionError(f"{err_msg}: the tangent has dtype {_array(t).dtype} but the output "
-                                 f"{_array(o).dtype}")
+    out_leaves = tree_flatten(out)[0]
+    found = _type_mismatch(tree_flatten(tangent_out)[0], out_leaves, "tangent",
+                           [f"output leaf {i}" for i in range(len(out_leaves))])
+    if found:
+        raise AssertionError(f"{err_msg}: {found}")
     _check_close(out, f(*args), atol, rtol, f"{err_msg} primal")
     _check_close(tangent_out, _numerical_jvp(f, args, tangents, eps), atol, rtol, f"{err_msg} tangent")
 
@@ -391,6 +427,11 @@ def _check_vjp(f, args, atol, rtol, eps, err_msg):
     tangent_out = _numerical_jvp(f, args, tangents, eps)
     cotangent = _tree_map(draw, out)
     cotangent_out = f_vjp(cotangent)
+    arg_leaves = tree_flatten(args)[0]
+    found = _type_mismatch(tree_flatten(cotangent_out)[0], arg_leaves, "cotangent",
+                           [f"argument leaf {i}" for i in range(len(arg_leaves))])
+    if found:
+        raise AssertionError(f"{err_msg}: {found}")
     # <J t, c> by differences against <t, J^T c> by the vjp
     _check_close(_inner(tangents, cotangent_out), _inner(tangent_out, cotangent), atol, rtol,
                  f"{err_msg} cotangent projection")
@@ -403,8 +444,9 @@ def check_grads(f, args, order, modes=("fwd", "rev"), eps=None, atol=None, rtol=
 
     `args` is the tuple of arguments (pytrees allowed). `eps` defaults to 1e-4 and `atol`/`rtol` to
     JAX's per-dtype tolerances (1e-5 for float64, 2e-3 for float32), scaled by the size of what is
-    compared, as in JAX; either may be a number or a {dtype: tolerance} dict. `dg.gradcheck` compares
-    whole Jacobians instead.
+    compared, as in JAX; either may be a number or a {dtype: tolerance} dict. A cotangent must have its
+    argument's dtype and shape, a tangent its output's (a complex gradient of a real argument fails).
+    `dg.gradcheck` compares whole Jacobians instead.
 
     >>> import numpy as np
     >>> check_grads(lambda x, y: np.sin(x) * y, (np.array([0.5, 1.0]), 2.0), order=2)

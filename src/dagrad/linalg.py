@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from .ops.linalg import (
     cholesky,
+    cond,
     det,
     eig,
     eigh,
     eigvals,
     eigvalsh,
     inv,
+    matrix_norm,
     matrix_power,
     norm,
     pinv,
@@ -33,7 +35,9 @@ from .ops.linalg import (
     slogdet,
     solve,
     svd,
+    svdvals,
+    vector_norm,
 )
 
-__all__ = ["cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_power", "norm", "pinv", "qr",
-    "slogdet", "solve", "svd"]
+__all__ = ["cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_norm", "matrix_power",
+           "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm"]

@@ -3,7 +3,9 @@ modes=["fwd", "rev"], order=2)(*args)`, `combo_check`, `scalar_close`, `check_eq
 
 `check_grads` is `dg.gradcheck` along one random direction per check, as autograd checks: the jvp
 against central differences entry by entry, and <vjp(c), t> against <c, J t>, recursively up to
-`order`. A failure raises AssertionError worded as autograd's ("Derivative (VJP) check of f failed ...").
+`order`, and each gradient in its input's vector space (dtype and shape: a complex gradient of a real
+input is autograd's "Type mismatch"). A failure raises AssertionError worded as autograd's ("Derivative
+(VJP) check of f failed ...").
 
 >>> import dagrad.numpy as np
 >>> check_grads(lambda x, y: np.sin(x) * y, argnum=(0, 1))(np.array([0.5, 1.0]), 2.0)

@@ -32,7 +32,8 @@ from .._core.shapes import normalize_axis_index, reduced_shape
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import ndim_of as _ndim
 from .._core.shapes import shape_of as _shape
-from .elementwise import abs, astype, conj, equal, imag, multiply, not_equal, power, real, where
+from .elementwise import abs, astype, conj, equal, imag, isnan, logical_and, logical_not, maximum, multiply
+from .elementwise import not_equal, power, real, stop_gradient, where
 from .reduce import max, min, sum
 from .shape import as_array, broadcast_to, concatenate, expand_dims, getitem, index_add, reshape, squeeze, swapaxes
 from .shape import transpose
@@ -975,13 +976,40 @@ def _vector_norm(x, ord, axis, keepdims):
     return _p_norm(x, float(ord), axis, keepdims)
 
 
+def _singular_value_norm(s, ord, size):
+    """The largest (ord=2) or smallest (-2) of the singular values s (..., k), or their sum ('nuc').
+
+    Their gradients at non-differentiable points, as SPEC's ties rule: singular values tied with the
+    largest (smallest) within NumPy's rank tolerance (max(m, n) * eps * s_max) share the gradient evenly,
+    so it is sum_tied u_i v_i^T / count (torch.linalg.matrix_norm's at exact ties, through amax), which
+    does not depend on the basis LAPACK picks for the tied subspace; a zero singular value (within that
+    tolerance) contributes nothing: |s| has a kink there, where abs'(0) = 0 and norm's gradient at 0 is
+    0, and its u_i v_i^T would depend on LAPACK's basis (torch's does)."""
+    top = stop_gradient(max(s, axis=-1, keepdims=True))
+    tol = top * (size * np.finfo(_dtype(s)).eps)
+    nonzero = s > tol
+    if ord == "nuc":
+        picked, value = nonzero, sum(s, axis=-1)
+    elif ord == 2:
+        picked, value = logical_and(nonzero, s >= top - tol), getitem(s, (Ellipsis, 0))
+    else:
+        picked, value = logical_and(nonzero, s <= min(s, axis=-1, keepdims=True) + tol), getitem(s, (Ellipsis, -1))
+    weights = astype(picked, _dtype(s))
+    if ord != "nuc":
+        weights = weights / maximum(sum(weights, axis=-1, keepdims=True), 1)
+    # LAPACK's value exactly (value + sum(w * 0)), the gradient through the weights
+    return stop_gradient(value) + sum(weights * (s - stop_gradient(s)), axis=-1)
+
+
 def _matrix_norm(x, ord, row, col, keepdims):
     if ord is None or ord in ("fro", "f"):
         return _l2(x, tuple(sorted((row, col))), keepdims)
     if ord in (2, -2, "nuc"):
-        rest = [i for i in range(len(_shape(x))) if i not in (row, col)]
+        shape = _shape(x)
+        rest = [i for i in range(len(shape)) if i not in (row, col)]
         s = apply(_svd_s, (transpose(x, rest + [row, col]),))
-        out = sum(s, axis=-1) if ord == "nuc" else getitem(s, (Ellipsis, 0 if ord == 2 else -1))
+        out = _singular_value_norm(s, ord, builtins.max((d for d in (shape[row], shape[col]) if d is not None),
+                                                        default=1))
         return expand_dims(out, (row, col)) if keepdims else out
     if ord in (1, -1):
         inner_axis, outer_axis = row, col  # the largest (smallest) column sum
@@ -1230,6 +1258,68 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return s
     attrs = {"full_matrices": bool(full_matrices)}
     return SVDResult(apply(_svd_u, (a,), attrs), s, apply(_svd_vt, (a,), attrs))
+
+
+def svdvals(x):
+    """`np.linalg.svdvals`: the singular values of a matrix or stack (..., m, n), largest first.
+
+    >>> svdvals(np.array([[3.0, 0.0], [0.0, -2.0]]))
+    array([3., 2.])
+    """
+    return apply(_svd_s, (_matrix("svdvals", x),))
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """`np.linalg.matrix_norm`: `norm` of each matrix of a stack (..., m, n), over the last two axes.
+
+    >>> float(matrix_norm(np.diag([3.0, -4.0]), ord=2))
+    4.0
+    """
+    return norm(_matrix("matrix_norm", x), ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """`np.linalg.vector_norm`: the vector `ord`-norm along `axis` (None: of all the entries; several axes:
+    of the entries along them, as one vector).
+
+    >>> float(vector_norm(np.array([[3.0], [4.0]])))
+    5.0
+    """
+    x = as_array(x, "linalg.vector_norm")
+    if _dtype(x).kind not in "fc":
+        x = astype(x, np.float64)  # NumPy computes norms of integer arrays in float
+    shape = tuple(_shape(x))
+    axes = tuple(range(len(shape))) if axis is None else normalize_axis(axis, len(shape), "linalg.vector_norm", x)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes, keepdims)
+    rest = [i for i in range(len(shape)) if i not in axes]  # the kept axes first, the reduced ones as one
+    out = _vector_norm(reshape(transpose(x, rest + list(axes)), tuple(shape[i] for i in rest) + (-1,)), ord,
+                       (len(rest),), False)
+    return reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else out
+
+
+def cond(x, p=None):
+    """`np.linalg.cond`: the condition number of a matrix or stack. `p` None, 2 or -2: the ratio of the
+    largest and smallest singular values (their ties share the gradient, as `norm(x, 2)`'s); other `p`
+    (1, -1, inf, -inf, 'fro', 'nuc'): norm(x, p) * norm(inv(x), p) of a square matrix, inf for a singular
+    one (unless x holds NaN), as NumPy.
+
+    >>> float(cond(np.diag([4.0, 0.5])))
+    8.0
+    """
+    x = _matrix("cond", x)
+    if _dtype(x).kind not in "fc":
+        x = astype(x, np.float64)
+    if p is None or p in (2, -2):
+        s = apply(_svd_s, (x,))
+        size = builtins.max((d for d in _shape(x)[-2:] if d is not None), default=1)
+        largest, smallest = _singular_value_norm(s, 2, size), _singular_value_norm(s, -2, size)
+        return smallest / largest if p == -2 else largest / smallest
+    _square("cond", x)
+    out = norm(x, p, axis=(-2, -1)) * norm(apply(_inv_inf, (x,)), p, axis=(-2, -1))
+    # a singular matrix: its inverse holds inf and NaN; the condition number is inf, as NumPy's
+    has_nan = sum(where(isnan(x), 1.0, 0.0), axis=(-2, -1)) > 0
+    return where(logical_and(isnan(out), logical_not(has_nan)), np.inf, out)
 
 
 # -- eigh: LAPACK reads one triangle (UPLO) and takes the diagonal as real, so eigh(a) is a function

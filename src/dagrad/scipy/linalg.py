@@ -27,7 +27,7 @@ from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import dtype_of as _dtype
 from .._core.shapes import shape_of as _shape
-from ..ops.elementwise import conj, where
+from ..ops.elementwise import conj, real, where
 from ..ops.linalg import cholesky, matmul, solve
 from ..ops.shape import concatenate, expand_dims, getitem, squeeze, swapaxes
 
@@ -285,7 +285,14 @@ def _sqrtm_forward(a):
     return out.astype(np.result_type(out, _result_dtype(a)), copy=False)
 
 
-_sqrtm = defop("sqrtm", _sqrtm_forward, vjp=(lambda g, out, a: solve_sylvester(_mT(out), _mT(out), g),),
+def _sqrtm_vjp(g, out, a):
+    ct = solve_sylvester(_mT(out), _mT(out), g)
+    # a real matrix with a complex root: the gradient with respect to the real a is the real part (as the
+    # engine takes it for ops of several inputs; a one-input op takes it in its rule)
+    return real(ct) if _dtype(a).kind != "c" and _dtype(ct).kind == "c" else ct
+
+
+_sqrtm = defop("sqrtm", _sqrtm_forward, vjp=(_sqrtm_vjp,),
                jvp=(lambda t, out, a: solve_sylvester(out, out, t),), shape=lambda a: tuple(a), dtype=floating,
                numpy_only=True)
 

@@ -23,11 +23,14 @@ import numpy as np
 from .._core import batching
 from .._core.dtypes import floating, of_ufunc
 from .._core.errors import user_error
-from .._core.op import defop
-from .._core.shapes import broadcast_shapes, dtype_of
-from ..ops.elementwise import astype, erf, exp, log, log1p, sigmoid, where
+from .._core.op import apply, defop, public
+from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
+from ..ops.elementwise import astype, erf, exp, isfinite, log, log1p, not_equal, real, sigmoid, stop_gradient, where
 from ..ops.elementwise import sign as sign_
 from ..ops.nn import logsumexp as _logsumexp
+from ..ops.reduce import max as max_
+from ..ops.reduce import sum as sum_
+from ..ops.shape import broadcast_to, reshape
 
 try:  # the values come from SciPy, an optional extra
     import scipy.special as _sp
@@ -36,7 +39,8 @@ except ImportError:  # pragma: no cover  (the suite runs with SciPy)
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
            "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "iv", "ive", "j0", "j1", "jn",
-           "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rgamma", "xlog1py",
+           "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rgamma", "stdtr",
+           "xlog1py",
            "xlogy", "y0", "y1", "yn"]
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -49,7 +53,7 @@ def _needs_scipy(name):
 
 
 # SciPy computes these on complex values too, and their rules (f'(z) times the cotangent) hold there
-_HOLOMORPHIC = frozenset({"erfc"})
+_HOLOMORPHIC = frozenset({"erfc", "xlogy", "xlog1py"})
 
 
 def _op(name, forward, rules, nargs, ufunc=None, numpy_only=False):
@@ -68,7 +72,7 @@ def _op(name, forward, rules, nargs, ufunc=None, numpy_only=False):
         for a in args:  # the rules are derived for real arguments (SciPy's complex support is partial)
             if dtype_of(a).kind == "c" and name not in _HOLOMORPHIC:
                 raise user_error(TypeError, name, f"is defined here for real arguments, got dtype {dtype_of(a)} "
-                                 "(erf, erfc and logsumexp take complex ones)", a)
+                                 "(erf, erfc, xlogy, xlog1py and logsumexp take complex ones)", a)
         return function(*args)
 
     checked.__name__ = checked.__qualname__ = name
@@ -80,9 +84,10 @@ def _op(name, forward, rules, nargs, ufunc=None, numpy_only=False):
 def _cast(out, ufunc, args):
     """SciPy's result in the dtype NumPy 2 gives for `args` (a Python number does not widen float32,
     where SciPy's ufuncs widen it to float64)."""
-    dtypes = [type(a) if type(a) in (int, float, bool) else np.result_type(a) for a in args]
-    # a Dask array (SciPy's ufuncs reach Dask through __array_ufunc__) is cast lazily, not through np.asarray
-    return (out if hasattr(out, "map_blocks") else np.asarray(out)).astype(_weak_result(ufunc, dtypes), copy=False)[()]
+    dtypes = [type(a) if type(a) in (int, float, bool) else dtype_of(a) for a in args]
+    # an array (a Dask or CuPy one too: SciPy's ufuncs reach them through __array_ufunc__) is cast as it is,
+    # not through np.asarray (which would load a Dask array, and which CuPy refuses)
+    return (out if hasattr(out, "astype") else np.asarray(out)).astype(_weak_result(ufunc, dtypes), copy=False)[()]
 
 
 def _weak_result(ufunc, dtypes):
@@ -133,32 +138,61 @@ gammasgn = _op("gammasgn", lambda x: _sp.gammasgn(x), None, 1)  # piecewise cons
 rgamma = _op("rgamma", lambda x: _sp.rgamma(x), (lambda g, out, x: -g * out * digamma(x),), 1)  # 1 / gamma
 
 
-def beta(a, b):
-    """`scipy.special.beta`: gamma(a) gamma(b) / gamma(a + b), through `betaln`'s sign-free form."""
-    _needs_scipy("beta")
-    return exp(betaln(a, b)) * (gammasgn(a) * gammasgn(b) * gammasgn(a + b))
+# beta and betaln are SciPy's own (its values at poles, infinities and negative arguments, which
+# compositions of gammaln miss); d log|B(a, b)| / da = digamma(a) - digamma(a + b)
+def _digamma_gap(a, b):
+    return digamma(a) - digamma(a + b)
 
 
-def betaln(a, b):
-    """`scipy.special.betaln`: log|beta(a, b)|."""
-    _needs_scipy("betaln")
-    return gammaln(a) + gammaln(b) - gammaln(a + b)
+beta = _op("beta", lambda a, b: _cast(_sp.beta(a, b), _sp.beta, (a, b)),
+           (lambda g, out, a, b: g * out * _digamma_gap(a, b), lambda g, out, a, b: g * out * _digamma_gap(b, a)), 2)
+betaln = _op("betaln", lambda a, b: _cast(_sp.betaln(a, b), _sp.betaln, (a, b)),
+             (lambda g, out, a, b: g * _digamma_gap(a, b), lambda g, out, a, b: g * _digamma_gap(b, a)), 2)
 
 
-def multigammaln(a, d):
-    """`scipy.special.multigammaln`: the log of the multivariate gamma function of dimension `d`."""
-    _needs_scipy("multigammaln")
-    d = int(d)
-    out = d * (d - 1) / 4 * math.log(math.pi)
+# multigammaln: SciPy's, so a <= (d - 1) / 2 raises its ValueError on every path (the forward runs there)
+def _multigammaln_forward(a, d):
+    dtype = _sp.digamma.resolve_dtypes((np.result_type(a), None))[-1]  # gammaln's dtype, not SciPy's float64
+    return np.asarray(_sp.multigammaln(a, d)).astype(dtype, copy=False)[()]
+
+
+def _multidigamma(a, d):
+    """d multigammaln(a, d) / da: the sum of digamma(a - j / 2) for j < d."""
+    out = 0
     for j in range(d):
-        out = out + gammaln(a - j / 2)
+        out = out + digamma(a - j / 2)
     return out
+
+
+_multigammaln = defop("multigammaln", _multigammaln_forward, vjp=(lambda g, out, a, d: g * _multidigamma(a, d),),
+                      jvp=(lambda t, out, a, d: t * _multidigamma(a, d),), shape=lambda a, d: tuple(a),
+                      dtype=floating if _sp is None else (lambda a, d: of_ufunc(_sp.digamma)(a)),
+                      batch=batching.elementwise, numpy_only=True)  # SciPy's multigammaln is a Python function
+
+
+@public(_multigammaln)
+def multigammaln(a, d):
+    """`scipy.special.multigammaln`: the log of the multivariate gamma function of dimension `d`; as
+    SciPy, a ValueError unless every `a > (d - 1) / 2`.
+
+    >>> round(float(multigammaln(2.0, 1)), 12)  # gammaln(2)
+    0.0
+    """
+    _needs_scipy("multigammaln")
+    if isinstance(d, bool) or not isinstance(d, (int, float, np.integer, np.floating)) \
+            or not float(d).is_integer():
+        raise user_error(ValueError, "dagrad.scipy.special.multigammaln", f"d should be a positive integer (the "
+                         f"dimension), got {d!r}", a)
+    if dtype_of(a).kind == "c":
+        raise user_error(TypeError, "multigammaln", f"is defined here for real arguments, got dtype {dtype_of(a)}", a)
+    return apply(_multigammaln, (a,), {"d": int(d)})
 
 
 # incomplete gamma and beta: derivatives with respect to x only
 def _gamma_density(a, x):
-    """d gammainc(a, x) / dx, in x's dtype (a Python number a would make gammaln's float64)."""
-    return astype(exp(-x + (a - 1) * log(x) - gammaln(a)), dtype_of(x))
+    """d gammainc(a, x) / dx, in x's dtype (a Python number a would make gammaln's float64); xlogy keeps
+    it exp(-x) / gamma(1) = 1 at x = 0 for a = 1, not exp(0 * log 0) = NaN."""
+    return astype(exp(-x + xlogy(a - 1, x) - gammaln(a)), dtype_of(x))
 
 
 gammainc = _op("gammainc", lambda a, x: _cast(_sp.gammainc(a, x), _sp.gammainc, (a, x)),
@@ -167,7 +201,7 @@ gammaincc = _op("gammaincc", lambda a, x: _cast(_sp.gammaincc(a, x), _sp.gammain
                 (_not_for("gammaincc", "a"), lambda g, out, a, x: -g * _gamma_density(a, x)), 2)
 def _beta_density(a, b, x):
     """d betainc(a, b, x) / dx, in x's dtype."""
-    return astype(exp((a - 1) * log(x) + (b - 1) * log1p(-x) - betaln(a, b)), dtype_of(x))
+    return astype(exp(xlogy(a - 1, x) + xlog1py(b - 1, -x) - betaln(a, b)), dtype_of(x))
 
 
 _betainc = defop("betainc", lambda a, b, x: _cast(_sp.betainc(a, b, x), _sp.betainc, (a, b, x)),
@@ -184,6 +218,17 @@ def betainc(a, b, x):
     _needs_scipy("betainc")
     return _betainc.function(a, b, x)
 
+
+# Student's t cdf: SciPy's, with the density as its derivative in t (through z * z / df the betainc form
+# would give inf * 0 = NaN at t = 0)
+def _t_density(df, t):
+    half = (df + 1) / 2
+    return astype(exp(gammaln(half) - gammaln(df / 2) - 0.5 * log(df * math.pi) - half * log1p(t * t / df)),
+                  dtype_of(t))
+
+
+stdtr = _op("stdtr", lambda df, t: _cast(_sp.stdtr(df, t), _sp.stdtr, (df, t)),
+            (_not_for("stdtr", "df"), lambda g, out, df, t: g * _t_density(df, t)), 2)
 
 # the error function family
 erfc = _op("erfc", lambda x: _sp.erfc(x), (lambda g, out, x: g * (-2 / _SQRT_PI) * exp(-(x * x)),), 1)
@@ -225,23 +270,55 @@ def logit(x):
     return log(x) - log1p(-x)
 
 
-def xlogy(x, y):
-    """`scipy.special.xlogy`: x * log(y), 0 where x == 0 (and then no gradient through y)."""
+# xlogy and xlog1py are SciPy's (0 where x == 0, NaN where y is); the derivative in x is log(y) everywhere,
+# x == 0 included (JAX's: x log y is linear in x), the one in y is x / y, and 0 where x == 0 (the function
+# is 0 for every y there), without the 0 / 0 that x / y would give at (0, 0)
+def _x_over(x, y):
     zero = x == 0
-    return where(zero, 0.0, x * log(where(zero, 1.0, y)))
+    return where(zero, 0, x / where(zero, 1, y))
 
 
-def xlog1py(x, y):
-    """`scipy.special.xlog1py`: x * log1p(y), 0 where x == 0."""
-    zero = x == 0
-    return where(zero, 0.0, x * log1p(where(zero, 0.0, y)))
+xlogy = _op("xlogy", lambda x, y: _cast(_sp.xlogy(x, y), _sp.xlogy, (x, y)),
+            (lambda g, out, x, y: g * log(y), lambda g, out, x, y: g * _x_over(x, y)), 2)
+xlog1py = _op("xlog1py", lambda x, y: _cast(_sp.xlog1py(x, y), _sp.xlog1py, (x, y)),
+              (lambda g, out, x, y: g * log1p(y), lambda g, out, x, y: g * _x_over(x, 1 + y)), 2)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
-    """`scipy.special.logsumexp`: log(sum(b * exp(a))) over `axis`, without overflow."""
-    if return_sign:
-        raise user_error(NotImplementedError, "dagrad.scipy.special.logsumexp", "return_sign=True is not supported")
-    if b is not None:
-        a = a + log(b)
-    return _logsumexp(a, axis=axis, keepdims=keepdims)
+    """`scipy.special.logsumexp`: log(sum(b * exp(a))) over `axis`, without overflow. As SciPy's, terms
+    with `b == 0` are left out (an infinite `a` there too), a negative sum gives NaN, and
+    `return_sign=True` returns (log|sum|, its sign) (for complex values, the sign is the phase).
 
+    >>> out, sign = logsumexp(np.array([0.0, 1.0]), b=np.array([1.0, -2.0]), return_sign=True)
+    >>> round(float(out), 6), float(sign)
+    (1.48988, -1.0)
+    """
+    if b is None and not return_sign:
+        return _logsumexp(a, axis=axis, keepdims=keepdims)
+    if b is None:
+        b = 1.0
+    shape = broadcast_shapes(shape_of(a), shape_of(b))
+    a = broadcast_to(a, shape)
+    axes = normalize_axis(axis, len(shape), "logsumexp", a)
+    is_complex = dtype_of(a).kind == "c" or dtype_of(b).kind == "c"
+    used = not_equal(b, 0)
+    if any(shape[i] == 0 for i in (range(len(shape)) if axes is None else axes)):
+        shift = 0.0  # an empty sum: no maximum to shift by
+    else:  # the largest term that counts (its real part): a constant, as in logsumexp without b
+        largest = max_(real(where(used, a, -math.inf)) if is_complex else where(used, a, -math.inf), axis=axes,
+                       keepdims=True)
+        shift = stop_gradient(where(isfinite(largest), largest, 0.0))
+    # exp only of the terms that count, so an infinite a with b == 0 gives no inf * 0
+    total = sum_(where(used, b * exp(where(used, a, shift) - shift), 0.0), axis=axes, keepdims=True)
+    magnitude = abs(total)
+    if is_complex:
+        out = log(magnitude) + shift if return_sign else log(total) + shift
+        sign = where(magnitude == 0, 0.0, total / where(magnitude == 0, 1.0, magnitude))
+    else:
+        out, sign = log(magnitude) + shift, sign_(total)
+        if not return_sign:
+            out = where(total < 0, math.nan, out)  # the log of a negative sum, as SciPy
+    if not keepdims:
+        kept = tuple(n for i, n in enumerate(shape) if axes is not None and i not in axes)
+        out, sign = reshape(out, kept), reshape(sign, kept)
+    return (out, sign) if return_sign else out

@@ -1,4 +1,5 @@
-"""SciPy's `scipy.stats.t` functions, differentiable: Student's t distribution (`df` degrees of freedom).
+"""SciPy's `scipy.stats.t` functions, differentiable: Student's t distribution (`df` degrees of freedom;
+`df = inf` is the normal distribution, as SciPy's). `df <= 0` or `scale <= 0` give NaN (see `_support`).
 
 >>> float(cdf(0.0, 3.0))
 0.5
@@ -8,17 +9,27 @@ from __future__ import annotations
 
 import math
 
-from ...ops.elementwise import exp, log, log1p, where
+from ...ops.elementwise import exp, log, log1p
 from .. import special
+from ._support import any_of, inside, log_, not_above, undefined
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
+def _standard(x, df, loc, scale):
+    """(invalid, normal, df, z): df and z = (x - loc) / scale at valid stand-ins where the parameters are
+    invalid, and where df is infinite (`normal`: the normal distribution's formulas serve there)."""
+    invalid = any_of(not_above(df, 0), not_above(scale, 0))
+    normal = df == math.inf
+    return invalid, normal, inside(any_of(invalid, normal), df, 1.0), (x - loc) / inside(invalid, scale, 1.0)
+
+
 def logpdf(x, df, loc=0.0, scale=1.0):
-    z = (x - loc) / scale
-    half = (df + 1) / 2
-    return (special.gammaln(half) - special.gammaln(df / 2) - 0.5 * log(df * math.pi) - log(scale)
-            - half * log1p(z * z / df))
+    invalid, normal, df_, z = _standard(x, df, loc, scale)
+    half = (df_ + 1) / 2
+    out = (special.gammaln(half) - special.gammaln(df_ / 2) - 0.5 * log(df_ * math.pi) - half * log1p(z * z / df_))
+    out = inside(normal, out, -0.5 * z * z - 0.5 * math.log(2 * math.pi)) - log_(inside(invalid, scale, 1.0))
+    return undefined(invalid, out, x, df, loc, scale)
 
 
 def pdf(x, df, loc=0.0, scale=1.0):
@@ -26,9 +37,8 @@ def pdf(x, df, loc=0.0, scale=1.0):
 
 
 def cdf(x, df, loc=0.0, scale=1.0):
-    z = (x - loc) / scale
-    tail = 0.5 * special.betainc(df / 2, 0.5, df / (df + z * z))
-    return where(z > 0, 1 - tail, tail)
+    invalid, normal, df_, z = _standard(x, df, loc, scale)
+    return undefined(invalid, inside(normal, special.stdtr(df_, z), special.ndtr(z)), x, df, loc, scale)
 
 
 def logcdf(x, df, loc=0.0, scale=1.0):
