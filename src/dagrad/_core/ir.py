@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from .errors import _provenance, caller_line, op_error, user_error, user_line
+from .errors import _provenance, caller_line, op_error, printable, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _leaf, next_seq
 
@@ -179,7 +179,7 @@ class Graph:
     def listing(self):
         """One line per node: `%7 = matmul(%3, %5) : (None, 10) float64`; the graphs a control-flow node
         holds are listed indented under it."""
-        return "\n".join(_listing(self.nodes, {}, ""))
+        return "\n".join(printable(line) for line in _listing(self.nodes, {}, ""))  # a name forges no line
 
     __str__ = listing
 
@@ -344,7 +344,7 @@ class Symbol(Tensor):
     def __repr__(self):
         label = f" {self.name!r}" if self.name else ""
         what = self.kind if self.op is None else self.op.name
-        return f"<Symbol{label} {what} : {shown(self._shape)} {self._dtype}>"
+        return printable(f"<Symbol{label} {what} : {shown(self._shape)} {self._dtype}>")
 
 
 def _refuse(what):
@@ -520,9 +520,9 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
         kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
         message = str(err).removeprefix(f"{op.name}: ")
         if during is None:
-            raise kind(f"{op.name}: {message} (input shapes {described}) at {user_line()}") from None
-        raise kind(f"{op.name} failed in {during}: {message} (input shapes {described}; node built at "
-                   f"{built_at}) at {caller_line()}") from None
+            raise kind(printable(f"{op.name}: {message} (input shapes {described}) at {user_line()}")) from None
+        raise kind(printable(f"{op.name} failed in {during}: {message} (input shapes {described}; node built at "
+                             f"{built_at}) at {caller_line()}")) from None
 
 
 
