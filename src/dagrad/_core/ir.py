@@ -104,6 +104,7 @@ class Graph:
         # while dg.compile traces: inputs read at each call {key: (node, read)}, values written back after
         # each call [(node, write)], and what `loss.backward()` on a node of this graph does
         self.reads, self.writes, self.backward_hook = {}, [], None
+        self.guards = {}  # {key: (read, its value when traced)}: a call where read() differs traces again
         self.params = {}  # the eager tensors captured as inputs: id -> (tensor, node)
         self.lifted = {}  # eager tensors that requires grad, in the trace: id -> (tensor, node)
         # a body of control flow (dagrad/control.py) is a graph whose Symbols have a transform level of their
@@ -161,6 +162,12 @@ class Graph:
             node = new_symbol(self, "placeholder", shape, dtype, requires_grad=requires_grad, name=name)
             entry = self.reads[key] = (node, read)
         return entry[0]
+
+    def guard(self, key, read):
+        """Makes the trace depend on `read()` (Python values the traced code built in, such as an optimiser's
+        options): each call reads it again, first, and traces again if it changed. One guard per `key`."""
+        if key not in self.guards:
+            self.guards[key] = (read, read())
 
     def capture(self, tensor):
         """The input node standing for an eager tensor that requires grad (a parameter) read by the traced
