@@ -24,6 +24,7 @@ from .backends import (
     is_foreign,
     mixing_error,
     ones,
+    same_unknown,
     unknown_size_error,
 )
 from .errors import _provenance, location, user_error, user_line
@@ -40,7 +41,10 @@ def _unbroadcast(ct, shape, op=None):
     """Sums a cotangent of a broadcast result back down to the input's `shape` (`op`: whose rule gave it)."""
     if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
         return sum_to(ct, shape.ref)
-    if is_dask(ct):  # only a Dask array has unknown (nan) sizes; the check costs NumPy's path 1% of a step
+    # only a Dask array (or, under create_graph, a Tensor of one) has unknown (nan) sizes
+    if type(ct) is not np.ndarray and is_dask(ct._value if isinstance(ct, Tensor) else ct):
+        if same_unknown(_shape(ct), shape):
+            return ct  # x[mask] and what is computed from it elementwise: the cotangent has x[mask]'s blocks
         for s in (shape, _shape(ct)):
             if has_unknown_size(s):  # Dask's nan never equals itself: which axes to sum cannot be told
                 raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", s)

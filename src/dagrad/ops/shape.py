@@ -127,6 +127,9 @@ def _index_value(part):
     if isinstance(part, Tensor) and part._level:
         return part  # a transform's box (vmap's batched indices): dispatch finds it (Op.boxed_index)
     if isinstance(part, Tensor):
+        value = part._value
+        if type(value) is not np.ndarray and is_dask(value) and value.dtype == bool:
+            return value  # a Dask mask stays lazy (x[x > 0]): Dask indexes by it, numpy() would compute it
         return part.numpy()
     if isinstance(part, list):
         return np.asarray(part)
