@@ -471,3 +471,21 @@ def test_hostile_names_are_escaped_in_errors_and_compiled_source():
     np.testing.assert_allclose(fast(np.ones(3)), 2 * np.cos(2.0) * np.ones(3))
     source = fast.source(np.ones(3))
     assert all(line.isprintable() for line in source.split("\n")) and "\\x1b[31m" in source
+
+
+def test_hostile_names_are_escaped_in_anomaly_and_backward_errors():
+    def blow_up(ctx, x):
+        return x * np.nan
+
+    op = type(HOSTILE.replace("\x00", ""), (dg.Function,), {"forward": staticmethod(blow_up),
+                                                            "backward": staticmethod(lambda ctx, g: g)})
+    with pytest.raises(FloatingPointError) as info, dg.detect_anomaly():
+        op.apply(dg.tensor([1.0], requires_grad=True))
+    assert str(info.value).isprintable() and "\\x1b[31m" in str(info.value)
+    prim = _hostile_primitive(HOSTILE)
+    x = dg.tensor([1.0, 2.0], requires_grad=True)
+    y = prim(x)
+    y.backward(np.ones(2))
+    with pytest.raises(RuntimeError, match="a second time") as info:
+        y.backward(np.ones(2))
+    assert str(info.value).isprintable() and "\\x1b[31m" in str(info.value)

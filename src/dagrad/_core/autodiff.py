@@ -27,7 +27,7 @@ from .backends import (
     same_unknown,
     unknown_size_error,
 )
-from .errors import _provenance, location, user_error, user_line
+from .errors import _provenance, location, printable, user_error, user_line
 from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
@@ -60,11 +60,11 @@ def _unbroadcast(ct, shape, op=None):
 
 def _freed_error(node):
     made = location(node)
-    return RuntimeError(
+    return RuntimeError(printable(
         f"backward through {node.op.name}{f' (made at {made})' if made else ''} a second time: the values it "
         f"saved were freed by the previous backward(); pass retain_graph=True to that backward() to keep them "
         f"(at {user_line()})"
-    )
+    ))
 
 
 def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, targets=None, within=None):
