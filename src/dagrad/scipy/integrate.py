@@ -27,7 +27,6 @@ from .._core.dtypes import floating
 from .._core.errors import user_error
 from .._core.op import apply, defop
 from .._core.shapes import shape_of as _shape
-from .._core.tensor import Tensor
 from ..ops.elementwise import astype
 from ..ops.reduce import sum
 from ..ops.shape import as_array, concatenate, getitem, reshape, stack
@@ -48,9 +47,10 @@ def _rhs(y, s, func, shape, args, bad):
     """func on LSODA's flat float64 state (module-level, so that exported code can hold it); the first time
     and state where it returned NaN or inf are noted in `bad`, which the error names if the integration fails."""
     out = func(y.reshape(shape), s, *args)
-    if isinstance(out, Tensor) and (out._level or out._symbolic or out._requires_grad):
-        # np.asarray would refuse (naming a line in SciPy) or drop the derivative: say what to do instead.
-        # A plain error: dispatch adds the op, the inputs' shapes and the user's line
+    # a Tensor a transform traces, a graph's node or one that requires grad (duck-typed: export copies this
+    # function, which may name only NumPy): np.asarray would refuse it, naming a line in SciPy, or drop its
+    # derivative. Say what to do instead, in a plain error: dispatch adds the op, the shapes and the user's line
+    if getattr(out, "_level", 0) or getattr(out, "_symbolic", False) or getattr(out, "_requires_grad", False):
         raise TypeError("func returned a value that depends on a differentiated or traced value it closes over "
                         "(a parameter of dg.grad, a tensor that requires grad, a graph's node), not only on y, t "
                         "and args: odeint could not differentiate through it. Pass that value in args: "
