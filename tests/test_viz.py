@@ -489,3 +489,10 @@ def test_hostile_names_are_escaped_in_anomaly_and_backward_errors():
     with pytest.raises(RuntimeError, match="a second time") as info:
         y.backward(np.ones(2))
     assert str(info.value).isprintable() and "\\x1b[31m" in str(info.value)
+
+
+def test_a_hostile_child_module_name_is_escaped_in_the_modules_repr():
+    model = dg.nn.Module()
+    model.add_module(HOSTILE, dg.nn.Sequential(dg.nn.Linear(2, 2)))
+    text = repr(model)
+    _clean(text, 5)  # Module(, the child, its Sequential's one layer, two closing lines: no line forged
