@@ -368,3 +368,19 @@ def test_masking_a_dask_tensor_holds_no_array_in_memory():
     assert gradient < 4_000_000, gradient
     x0 = x.compute()
     np.testing.assert_allclose(total, 2 * x0[x0 > 0].sum(), rtol=1e-12)
+
+
+def test_setitem_by_a_dask_row_mask_is_lazy_and_differentiates_the_value():
+    """dg.setitem(x, rows, v): the mask stays lazy, and v's gradient sums x[rows]'s cotangent (of unknown size)
+    down to v's shape: summing an unknown size into a size 1 or away is unambiguous."""
+    x = dg.tensor(da.from_array(XM, chunks=(5, 3)), requires_grad=True)
+    v = dg.tensor(np.array([2.0, -1.0, 0.5, 0.0, 1.0, 3.0]), requires_grad=True)
+    with _lazy():
+        out = dg.setitem(x, x[:, 0] > 0, v)
+        (out * out).sum().backward()
+    rows = XM[:, 0] > 0
+    expected = XM.copy()
+    expected[rows] = v.numpy()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), np.where(rows[:, None], 0.0, 2 * XM), rtol=1e-12)
+    np.testing.assert_allclose(v.grad.numpy(), 2 * v.numpy() * rows.sum(), rtol=1e-12)
