@@ -384,3 +384,15 @@ def test_setitem_by_a_dask_row_mask_is_lazy_and_differentiates_the_value():
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), np.where(rows[:, None], 0.0, 2 * XM), rtol=1e-12)
     np.testing.assert_allclose(v.grad.numpy(), 2 * v.numpy() * rows.sum(), rtol=1e-12)
+
+
+def test_a_dask_mask_of_a_numpy_tensor_is_computed_as_before():
+    """The mask stays lazy only for a Dask array: a NumPy tensor indexed by a Dask mask is NumPy's indexing (its
+    result's size known), and its gradient a NumPy scatter."""
+    t = dg.tensor(XM, requires_grad=True)
+    mask = dg.tensor(da.from_array(XM > 0, chunks=(5, 3)))
+    y = t[mask]
+    assert type(y._value) is np.ndarray and y.shape == (int((XM > 0).sum()),)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), np.where(XM > 0, 2 * XM, 0.0), rtol=1e-12)
+    np.testing.assert_array_equal(dg.setitem(t, mask, 0.0).numpy(), np.where(XM > 0, 0.0, XM))
