@@ -929,6 +929,16 @@ def test_a_compiled_step_follows_changed_options_and_refuses_bad_ones(name, opts
             step(np.ones(2))
         after = _snapshot(opt, [w, v])
         _assert_same(before, (after[0], before[1], *after[2:]))  # (.grad aside: the eager function set it)
+        opt.param_groups[1]["lr"] = 0.05
+        opt.param_groups[1]["weight_decay"] = "x"  # an option the trace built in: traced again, and refused
+        before = _snapshot(opt, [w, v])
+        with pytest.raises(TypeError, match=rf"{name}.step: param_groups\[1\]: weight_decay must be a real number"):
+            step(np.ones(2))
+        after = _snapshot(opt, [w, v])
+        _assert_same(before, (after[0], before[1], *after[2:]))
+        opt.param_groups[1]["weight_decay"] = 0.25  # repaired: the step goes on
+        step(np.ones(2))
+        runs[-1] += (w.numpy().copy(), v.numpy().copy())
     for eager, fast in zip(*runs):
         np.testing.assert_allclose(fast, eager, rtol=1e-12)
 

@@ -106,6 +106,7 @@ def _as_number(value):
 
 
 _LABELS = {"lr": "learning rate", "eps": "epsilon"}
+_MISSING = object()  # an option a group lacks, as a compiled step's guard sees it
 
 
 def _real(op, key, value):
@@ -256,9 +257,9 @@ class Optimizer:
 
     def _traced_options(self):
         """What a step that dg.compile traced built into its code: each group's parameters and options but
-        the learning rate (read at each call). Checked at each call: a change traces the step again."""
-        self._check_groups(f"{type(self).__name__}.step")
-        return tuple((tuple(map(id, g["params"])), tuple(g[key] for key in self.defaults if key != "lr"))
+        the learning rate (read, and checked, at each call). Compared at each call: a change traces the step
+        again, and tracing checks the options (a bad value raises then, before anything ran)."""
+        return tuple((tuple(map(id, g["params"])), tuple(g.get(key, _MISSING) for key in self.defaults if key != "lr"))
                      for g in self.param_groups)
 
     def _on_new_param(self, p, group):
@@ -433,7 +434,8 @@ class Optimizer:
                     graph.writes.append((new, functools.partial(_write_state, self.state, p, key)))
 
     def _read_lr(self, index):
-        return np.float64(self.param_groups[index]["lr"])  # checked by _traced_options, which runs first
+        lr = self.param_groups[index].get("lr")
+        return np.float64(_nonnegative(f"{type(self).__name__}.step: param_groups[{index}]", "lr", lr))
 
     def _read_state(self, p, index, key):
         """A compiled step's state entry: the state in its static form (made at the first compiled step, or
