@@ -5,6 +5,8 @@ included."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -257,3 +259,140 @@ def test_in_place_writes_with_dask_values_are_refused_not_computed():
     with pytest.raises(TypeError, match=r"\+=: the result is a lazy Dask array"), _lazy():
         n += da.ones(4, chunks=2)  # into a NumPy tensor: it would compute the Dask operand
     assert isinstance(t._value, da.Array) and not n.numpy().any()
+
+
+# ---------------------------------------------------------------- a Dask mask stays lazy (issue 24)
+
+XM = np.random.default_rng(5).standard_normal((12, 6))
+MASKED = {  # f on a tensor; its value's NumPy form; the gradient by hand
+    "t[t > 0].sum()": (lambda t: t[t > 0].sum(), lambda x: x[x > 0].sum(), lambda x: (x > 0) * 1.0),
+    "(t[t > 0] ** 2).sum()": (lambda t: (t[t > 0] ** 2).sum(), lambda x: (x[x > 0] ** 2).sum(),
+                              lambda x: np.where(x > 0, 2 * x, 0.0)),
+    "t[t > 0].mean()": (lambda t: t[t > 0].mean(), lambda x: x[x > 0].mean(), lambda x: (x > 0) / (x > 0).sum()),
+    "(exp(t[m]) * t[m]).sum()": (lambda t: (dg.exp(t[t > 0]) * t[t > 0]).sum(),
+                                 lambda x: (np.exp(x[x > 0]) * x[x > 0]).sum(),
+                                 lambda x: np.where(x > 0, np.exp(x) * (1 + x), 0.0)),
+    "rows: (t[t[:, 0] > 0] ** 2).sum()": (lambda t: (t[t[:, 0] > 0] ** 2).sum(),
+                                          lambda x: (x[x[:, 0] > 0] ** 2).sum(),
+                                          lambda x: np.where(x[:, :1] > 0, 2 * x, 0.0)),
+    "columns: t[:, t[0] > 0].sum()": (lambda t: t[:, t[0] > 0].sum(), lambda x: x[:, x[0] > 0].sum(),
+                                      lambda x: np.where(x[:1] > 0, 1.0, 0.0) + 0 * x),
+    "t[..., t[0] > 0]": (lambda t: (t[..., t[0] > 0] ** 3).sum(), lambda x: (x[..., x[0] > 0] ** 3).sum(),
+                         lambda x: np.where(x[:1] > 0, 3 * x * x, 0.0)),
+    "(t[rows].sum(axis=1) ** 2).sum()": (lambda t: (t[t[:, 0] > 0].sum(axis=1) ** 2).sum(),
+                                         lambda x: (x[x[:, 0] > 0].sum(axis=1) ** 2).sum(),
+                                         lambda x: np.where(x[:, :1] > 0, 2 * x.sum(1, keepdims=True) + 0 * x, 0.0)),
+}
+
+
+@pytest.mark.parametrize("f, value, grad", MASKED.values(), ids=MASKED.keys())
+def test_indexing_by_a_dask_mask_is_lazy_forward_and_backward(f, value, grad):
+    """x[x > 0] on a Dask tensor: the mask stays a Dask array (its result's size is unknown until computed),
+    and its gradient is scattered back block by block: nothing is computed in either pass."""
+    t = dg.tensor(da.from_array(XM, chunks=(5, 4)), requires_grad=True)
+    with _lazy():
+        out = f(t)
+        out.backward()
+        assert isinstance(out._value, da.Array) and isinstance(t.grad._value, da.Array)
+    np.testing.assert_allclose(out.numpy(), value(XM), rtol=1e-12)
+    np.testing.assert_allclose(t.grad.numpy(), grad(XM), rtol=1e-12, atol=1e-15)
+    e = dg.tensor(XM, requires_grad=True)  # the NumPy path gives the same
+    f(e).backward()
+    np.testing.assert_allclose(t.grad.numpy(), e.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_a_dask_mask_under_the_transforms_stays_lazy():
+    x = da.from_array(XM, chunks=(5, 4))
+
+    def f(w):
+        return (w[w > 0] ** 3).sum()
+
+    with _lazy():
+        g = dg.grad(f)(x)
+        _, tangent = dg.jvp(f, (x,), (da.ones_like(x),))
+        t = dg.tensor(x, requires_grad=True)
+        (first,) = dg.autograd.grad(f(t), [t], create_graph=True)
+        first.sum().backward()
+    np.testing.assert_allclose(np.asarray(g), np.where(XM > 0, 3 * XM ** 2, 0.0), rtol=1e-12)
+    np.testing.assert_allclose(float(np.asarray(tangent)), (3 * XM ** 2 * (XM > 0)).sum(), rtol=1e-12)
+    np.testing.assert_allclose(t.grad.numpy(), np.where(XM > 0, 6 * XM, 0.0), rtol=1e-12)
+
+
+def test_dask_mask_forms_whose_result_or_gradient_would_differ_are_refused():
+    x = dg.tensor(da.from_array(XM, chunks=(5, 4)), requires_grad=True)
+    rows, cols = x[:, 0] > 0, x[0] > 0
+    for index in [(rows, cols), (rows, 0), (rows, np.array([1, 2])), (None, cols)]:
+        with pytest.raises(TypeError, match=r"getitem: a Dask array as an index goes with slices only .*"
+                                            r"test_dask_indexing.py:\d+"), _lazy():
+            x[index]  # Dask would index two arrays orthogonally where NumPy pairs them
+    other = dg.tensor(da.from_array(XM > 0, chunks=(6, 6)))  # a mask whose blocks are not x's
+    with _lazy():
+        out = x[other].sum()
+    with pytest.raises(TypeError, match=r"index_add: the gradient of indexing by a Dask array is computed lazily "
+                                        r"only .*when the mask's blocks match x's"), _lazy():
+        out.backward()
+    with pytest.raises(TypeError, match=r"index_add: the gradient .* \(full slices elsewhere\)"), _lazy():
+        x[rows, 1:3].sum().backward()
+    computed = dg.tensor(XM, requires_grad=True)  # computed first, as the messages say: the gradient follows
+    computed[dg.tensor((XM > 0).astype(bool))].sum().backward()
+    np.testing.assert_array_equal(computed.grad.numpy(), (XM > 0) * 1.0)
+
+
+def _traced_peak(fn):
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_masking_a_dask_tensor_holds_no_array_in_memory():
+    """t[t > 0] over 8 MB of generated data: the forward and backward passes allocate well under the mask's
+    1 MB (they computed the mask, about 65 MB at their peak, before), and the gradient is computed chunk by
+    chunk (half the array's size at most)."""
+
+    def run(rows):
+        x = da.random.default_rng(0).standard_normal((rows, 500), chunks=(100, 500))
+        t = dg.tensor(x, requires_grad=True)
+        passes = _traced_peak(lambda: (t[t > 0] ** 2).sum().backward())
+        total = []
+        gradient = _traced_peak(lambda: total.append(float(t.grad._value.sum().compute())))
+        return x, passes, gradient, total[0]
+
+    with dask.config.set(scheduler="sync"):
+        run(300)  # warm-up: Dask's and NumPy's first-call allocations are not the passes'
+        x, passes, gradient, total = run(2000)  # 8 MB
+    assert passes < 1_000_000, passes
+    assert gradient < 4_000_000, gradient
+    x0 = x.compute()
+    np.testing.assert_allclose(total, 2 * x0[x0 > 0].sum(), rtol=1e-12)
+
+
+def test_setitem_by_a_dask_row_mask_is_lazy_and_differentiates_the_value():
+    """dg.setitem(x, rows, v): the mask stays lazy, and v's gradient sums x[rows]'s cotangent (of unknown size)
+    down to v's shape: summing an unknown size into a size 1 or away is unambiguous."""
+    x = dg.tensor(da.from_array(XM, chunks=(5, 3)), requires_grad=True)
+    v = dg.tensor(np.array([2.0, -1.0, 0.5, 0.0, 1.0, 3.0]), requires_grad=True)
+    with _lazy():
+        out = dg.setitem(x, x[:, 0] > 0, v)
+        (out * out).sum().backward()
+    rows = XM[:, 0] > 0
+    expected = XM.copy()
+    expected[rows] = v.numpy()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), np.where(rows[:, None], 0.0, 2 * XM), rtol=1e-12)
+    np.testing.assert_allclose(v.grad.numpy(), 2 * v.numpy() * rows.sum(), rtol=1e-12)
+
+
+def test_a_dask_mask_of_a_numpy_tensor_is_computed_as_before():
+    """The mask stays lazy only for a Dask array: a NumPy tensor indexed by a Dask mask is NumPy's indexing (its
+    result's size known), and its gradient a NumPy scatter."""
+    t = dg.tensor(XM, requires_grad=True)
+    mask = dg.tensor(da.from_array(XM > 0, chunks=(5, 3)))
+    y = t[mask]
+    assert type(y._value) is np.ndarray and y.shape == (int((XM > 0).sum()),)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), np.where(XM > 0, 2 * XM, 0.0), rtol=1e-12)
+    np.testing.assert_array_equal(dg.setitem(t, mask, 0.0).numpy(), np.where(XM > 0, 0.0, XM))

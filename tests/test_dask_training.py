@@ -422,3 +422,19 @@ def test_the_examples_optim_path_gives_the_same_losses_with_one_compute_per_step
         with_optim = example.main(steps=8, data=data, optim=True)
     assert counting.calls == 8
     np.testing.assert_allclose(with_optim, example.main(steps=8, data=data), rtol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(120, 4), (60, 4, 3)])
+def test_batch_norm_computes_its_statistics_once_over_a_dask_batch(shape):
+    """The running mean and variance are updated from the batch's statistics: both computed by ONE
+    `dask.compute` (two read every chunk of the batch twice), equal to the NumPy run's; the output stays lazy."""
+    x0 = np.random.default_rng(4).standard_normal(shape)
+    lazy, eager = dg.nn.BatchNorm1d(4), dg.nn.BatchNorm1d(4)
+    counting = _Counting()
+    with dask.config.set(scheduler=counting):
+        out = lazy(dg.tensor(da.from_array(x0, chunks=(shape[0] // 4,) + shape[1:])))
+    assert counting.calls == 1 and isinstance(out._value, da.Array)
+    expected = eager(dg.tensor(x0))
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(lazy, name).numpy(), getattr(eager, name).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)

@@ -411,3 +411,56 @@ def test_fuzz_byte_flips_and_truncations_raise_value_error_or_load_correctly(tmp
             assert _same(obj, back), (trial, back)
             loaded += 1
     assert refused > 1000 and loaded > 10, (refused, loaded)  # the damage reached both kinds of bytes
+
+
+# ---------------------------------------------------------------- dg.save's keys and paths (issue 24)
+
+# keys that round-trip through dg.load: the structure member keeps each key, the member names are internal
+ODD_KEYS = ["", "a/b", "/", "..", "a.b", "a~1", "a\nb", "a\\b", "\u00e9", "\u202e", "__dagrad_structure__", "file",
+            "allow_pickle", "x" * 300]
+
+
+def test_odd_but_valid_keys_round_trip(tmp_path):
+    obj = {key: {key: np.arange(3.0) + i} for i, key in enumerate(ODD_KEYS)}
+    dg.save(obj, tmp_path / "odd.npz")
+    assert _same(dg.load(tmp_path / "odd.npz"), obj)
+
+
+@pytest.mark.parametrize("key, what", [("a\x00b", "a NUL character"), ("\x00", "a NUL character"),
+                                       ("a\ud800", "which UTF-8 cannot encode")], ids=["nul", "only nul", "surrogate"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_key_a_npz_member_cannot_hold_is_refused_before_anything_is_written(tmp_path, key, what, nested):
+    """A NUL (or a lone surrogate) in a key: the file was written and dg.load could not read it back (a NUL
+    ends a zip member's name), or a raw UnicodeEncodeError left a partial file. Refused first: an existing
+    file is left as it was."""
+    path = tmp_path / "model.npz"
+    dg.save({"weights": np.ones(2)}, path)
+    before = path.read_bytes()
+    obj = {"model": {key: np.ones(3)}} if nested else {key: np.ones(3), "step": 1}
+    line = _here(3)
+    with pytest.raises(ValueError, match=rf"^dg\.save: dict key {re.escape(ascii(key)[1:-1]).join(['.', '.'])}"
+                                         rf".*{what}.*rename the key at .*{line}$") as info:
+        dg.save(obj, path)
+    assert path.read_bytes() == before
+    assert str(info.value).isprintable()  # the key is shown escaped
+
+
+def test_save_errors_name_the_line_and_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    line = _here(2)
+    with pytest.raises(TypeError, match=rf"dg\.save: cannot save a object at f .*{line}"):
+        dg.save({"f": object()}, tmp_path / "a.npz")
+    line = _here(2)
+    with pytest.raises(FileNotFoundError, match=rf"dg\.save: cannot write .*no_such_folder.* at .*{line}"):
+        dg.save({"w": np.ones(2)}, tmp_path / "no_such_folder" / "a.npz")
+    line = _here(2)
+    with pytest.raises(ValueError, match=rf"dg\.save: cannot write .*embedded null.* at .*{line}"):
+        dg.save({"w": np.ones(2)}, str(tmp_path / "a\x00.npz"))
+
+    def failing_savez(fh, **arrays):
+        fh.write(b"PK\x03\x04 half a file")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(np, "savez", failing_savez)
+    with pytest.raises(OSError, match="No space left"):
+        dg.save({"w": np.ones(2)}, tmp_path / "full.npz")
+    assert not (tmp_path / "full.npz").exists()  # nothing half-written for a later dg.load to trip over

@@ -781,6 +781,168 @@ def test_minimize_errors_name_the_line():
         assert line in str(info.value)
 
 
+# a later group's option set to a bad value after construction (by hand, or as a state dict or a
+# scheduler would): step checks every group before it updates any (issue 24)
+BAD_OPTIONS = [("lr", None, TypeError, "lr must be a real number, got NoneType None"),
+               ("lr", "x", TypeError, "lr must be a real number, got str 'x'"),
+               ("lr", float("nan"), ValueError, "invalid learning rate nan"),
+               ("lr", -0.1, ValueError, r"invalid learning rate -0.1 \(lr must be >= 0\)"),
+               ("weight_decay", "x", TypeError, "weight_decay must be a real number"),
+               ("maximize", 1, TypeError, "maximize must be True or False")]
+
+
+def _two_groups(name, opts, steps=2):
+    a = dg.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = dg.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    opt = getattr(dg.optim, name)([{"params": [a]}, {"params": [b]}], **opts)
+    for _ in range(steps):
+        opt.zero_grad()
+        (a * a * b).sum().backward()
+        opt.step()
+    opt.zero_grad()
+    (a * a * b).sum().backward()
+    return a, b, opt
+
+
+@pytest.mark.parametrize("name, opts", STEP_CONFIGS, ids=[f"{n}-{o}" for n, o in STEP_CONFIGS])
+@pytest.mark.parametrize("key, value, kind, message", BAD_OPTIONS, ids=[f"{k}={v!r}" for k, v, *_ in BAD_OPTIONS])
+@pytest.mark.parametrize("steps", [0, 2])  # before any state exists, and after
+def test_step_checks_every_groups_options_before_updating_any(name, opts, key, value, kind, message, steps):
+    a, b, opt = _two_groups(name, opts, steps)
+    opt.param_groups[1][key] = value
+    before = _snapshot(opt, [a, b])
+    closure_calls = []
+    line = _here(2)
+    with pytest.raises(kind, match=message) as info:
+        opt.step(lambda: closure_calls.append(1))
+    assert f"{name}.step: param_groups[1]" in str(info.value) and line in str(info.value), str(info.value)
+    _assert_same(before, _snapshot(opt, [a, b]))
+    assert closure_calls == []  # refused before the closure ran
+    opt.param_groups[1][key] = opts.get(key, opt.defaults[key])  # repaired: the step goes on as usual
+    opt.step()
+    assert not np.array_equal(a.numpy(), before[0][0])
+
+
+def test_step_refuses_a_group_that_lacks_an_option():
+    a, b, opt = _two_groups("Adam", dict(lr=0.1))
+    del opt.param_groups[1]["betas"]
+    before = _snapshot(opt, [a, b])
+    with pytest.raises(ValueError, match=r"Adam.step: param_groups\[1\]: lacks option\(s\) \['betas'\]"):
+        opt.step()
+    _assert_same(before, _snapshot(opt, [a, b]))
+
+
+@pytest.mark.parametrize("name, opts", STEP_CONFIGS, ids=[f"{n}-{o}" for n, o in STEP_CONFIGS])
+def test_a_bad_option_in_a_state_dicts_later_group_changes_nothing(name, opts):
+    a, b, opt = _two_groups(name, opts)
+    opt.step()
+    sd = opt.state_dict()
+    sd["param_groups"][1]["lr"] = None
+    before = _snapshot(opt, [a, b])
+    with pytest.raises(TypeError, match=f"{name}.load_state_dict: lr must be a real number"):
+        opt.load_state_dict(sd)
+    _assert_same(before, _snapshot(opt, [a, b]))
+
+
+def _make_scheduler(kind, opt):
+    return {"step": lambda: StepLR(opt, step_size=1, gamma=0.5), "cosine": lambda: CosineAnnealingLR(opt, T_max=4),
+            "plateau": lambda: dg.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0)}[kind]()
+
+
+@pytest.mark.parametrize("kind", ["step", "cosine", "plateau"])
+def test_a_scheduler_step_checks_every_groups_rate_before_setting_any(kind):
+    a, b, opt = _two_groups("SGD", dict(lr=0.1))
+    sched = _make_scheduler(kind, opt)
+    step = (lambda: sched.step(1.0)) if kind == "plateau" else sched.step
+    step()
+    opt.param_groups[1]["lr"] = "x"
+    state, lr0 = dict(sched.state_dict()), opt.param_groups[0]["lr"]
+    with pytest.raises(TypeError, match=r"\.step: param_groups\[1\]: lr must be a real number, got str 'x'") as info:
+        step()
+    assert " at " in str(info.value) and "test_optim.py:" in str(info.value)
+    assert sched.state_dict() == state and opt.param_groups[0]["lr"] == lr0
+    with pytest.raises(TypeError, match=r"StepLR: param_groups\[1\]: lr must be a real number"):
+        StepLR(opt, step_size=1)
+    assert ("initial_lr" in opt.param_groups[0]) == (kind != "plateau") and opt.param_groups[1]["lr"] == "x"
+
+
+def test_a_static_groups_rate_is_checked_before_it_reaches_the_graph():
+    with dg.Graph() as g:
+        w = dg.Variable(np.array([1.0, 2.0]), name="w")
+        v = dg.Variable(np.array([3.0]), name="v")
+        opt = dg.optim.SGD([{"params": [w]}, {"params": [v]}], lr=0.1)
+        train = opt.minimize((w * w).sum() + (v * v).sum())
+    opt.param_groups[1]["lr"] = 0.2
+    with pytest.raises(TypeError, match=r"param_group\['lr'\]: lr must be a real number, got NoneType None"):
+        opt.param_groups[1]["lr"] = None
+    assert opt.param_groups[1]["lr"] == 0.2
+    dg.Session(g).run(train)
+    np.testing.assert_allclose(v.value, [3.0 - 0.2 * 6.0])
+    opt.param_groups[1].__class__.__bases__[0].__setitem__(opt.param_groups[1], "momentum", "x")  # past the check
+    with dg.Graph():
+        u = dg.Variable(np.array([1.0]), name="u")
+        with pytest.raises(TypeError, match=r"SGD.minimize: param_groups\[1\]: momentum must be a real number"):
+            opt.minimize((u * u).sum())
+
+
+def _compiled_training(opt_name, opts):
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    v = dg.tensor([3.0], requires_grad=True)
+    opt = getattr(dg.optim, opt_name)([{"params": [w]}, {"params": [v]}], **opts)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (w * w * x).sum() + (v * v).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return w, v, opt, step
+
+
+@pytest.mark.parametrize("name, opts", STEP_CONFIGS, ids=[f"{n}-{o}" for n, o in STEP_CONFIGS])
+def test_a_compiled_step_follows_changed_options_and_refuses_bad_ones(name, opts):
+    """Options a traced step built in (momentum, betas, ...) are checked at each call: a change traces
+    again, as torch.compile's guards do, so the compiled step equals the eager one; a bad value raises
+    before anything is written."""
+    runs = []
+    for compiled in (False, True):
+        w, v, opt, step = _compiled_training(name, opts)
+        step = dg.compile(step) if compiled else step
+        for k in range(4):
+            if k == 2:  # every option but lr changed: the traced code must not keep the old ones
+                for group in opt.param_groups:
+                    group["weight_decay"] = 0.25
+                    group["maximize"] = True
+                    if "momentum" in group:
+                        group["momentum"] = 0.5 if group["momentum"] == 0 else 0.0
+                    if "nesterov" in group:
+                        group["nesterov"] = False
+                    if "betas" in group:
+                        group["betas"] = (0.5, 0.75)
+                opt.param_groups[1]["lr"] = 0.05
+            step(np.ones(2))
+        runs.append((w.numpy().copy(), v.numpy().copy()))
+        opt.param_groups[1]["lr"] = None
+        before = _snapshot(opt, [w, v])
+        with pytest.raises(TypeError, match=rf"{name}.step: param_groups\[1\]: lr must be a real number"):
+            step(np.ones(2))
+        after = _snapshot(opt, [w, v])
+        _assert_same(before, (after[0], before[1], *after[2:]))  # (.grad aside: the eager function set it)
+        opt.param_groups[1]["lr"] = 0.05
+        opt.param_groups[1]["weight_decay"] = "x"  # an option the trace built in: traced again, and refused
+        before = _snapshot(opt, [w, v])
+        with pytest.raises(TypeError, match=rf"{name}.step: param_groups\[1\]: weight_decay must be a real number"):
+            step(np.ones(2))
+        after = _snapshot(opt, [w, v])
+        _assert_same(before, (after[0], before[1], *after[2:]))
+        opt.param_groups[1]["weight_decay"] = 0.25  # repaired: the step goes on
+        step(np.ones(2))
+        runs[-1] += (w.numpy().copy(), v.numpy().copy())
+    for eager, fast in zip(*runs):
+        np.testing.assert_allclose(fast, eager, rtol=1e-12)
+
+
 # ---------------------------------------------------------------- the oracle tier: PyTorch
 
 

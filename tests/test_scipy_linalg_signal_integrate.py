@@ -190,3 +190,46 @@ def test_odeint_takes_scipys_args_tuple():
     grads = dg.grad(lambda ab: integrate.odeint(_lotka, Y0, T, ab)[-1, 0])((1.1, 0.6))
     np.testing.assert_allclose(grads, dg.grad(lambda a, b: integrate.odeint(_lotka, Y0, T, a, b)[-1, 0],
                                               argnums=(0, 1))(1.1, 0.6), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- odeint: clear errors, t of one time (issue 24)
+
+
+def test_a_parameter_func_closes_over_is_refused_with_the_advice_to_pass_it_in_args():
+    t = np.array([0.0, 1.0])
+    for transform in (dg.grad, dg.vmap):
+        with pytest.raises(TypeError, match=r"odeint: func returned a value that depends on a differentiated or "
+                                            r"traced value it closes over .*Pass that value in args: odeint\(func, "
+                                            r"y0, t, k\) with func\(y, t, k\).*" + _here()) as info:
+            transform(lambda k: integrate.odeint(lambda y, s: -k * y, 1.0, t)[1])(np.array([2.0]))
+        assert "_odepack" not in str(info.value)  # the user's line, not one in SciPy
+    k = dg.tensor(2.0, requires_grad=True)  # an eager parameter: its gradient would be lost, silently
+    with pytest.raises(TypeError, match=r"odeint: func returned a value that depends on .*" + _here()):
+        integrate.odeint(lambda y, s: -k * y, 1.0, t)
+    # as the message says: the same function with k in args differentiates
+    np.testing.assert_allclose(dg.grad(lambda k: integrate.odeint(lambda y, s, k: -k * y, 1.0, t, k)[1])(2.0),
+                               -np.exp(-2.0), rtol=1e-6)
+
+
+def test_a_func_returning_nan_names_the_time_and_state():
+    def f(y, t):
+        return np.where(t > 0.5, np.nan, -y)
+
+    with pytest.raises(ValueError, match=r"odeint: the integration failed: func returned NaN or inf at t=0\.5\d* "
+                                         r"\(y=\[0\.[56]\d*\]\).*" + _here()) as info:
+        integrate.odeint(f, np.array([1.0]), np.array([0.0, 1.0]))
+    assert "Integration successful" not in str(info.value)
+
+
+def test_one_time_gives_y0_as_scipy_and_jax_with_its_derivatives():
+    y0, t = np.array([1.0, 2.0]), np.array([0.5])
+    ys = integrate.odeint(_lotka, y0, t, 1.1, 0.6)
+    np.testing.assert_array_equal(ys, si.odeint(lambda y, t: -y, y0, t))  # [[1., 2.]]: y0, shape (1, 2)
+    assert ys.shape == (1, 2) and ys.dtype == np.float64
+    assert integrate.odeint(lambda y, t: -y, np.float32(3.0), t).dtype == np.float32
+    g = dg.grad(lambda y0, t, a: (integrate.odeint(_lotka, y0, t, a, 0.6) * np.array([3.0, 4.0])).sum(),
+                argnums=(0, 1, 2))(y0, t, 1.1)
+    np.testing.assert_array_equal(g[0], [3.0, 4.0])  # y(t0) is y0: its own gradient, nothing from t or args
+    assert g[1].tolist() == [0.0] and g[2] == 0.0
+    _, tangent = dg.jvp(lambda y0: integrate.odeint(_lotka, y0, t, 1.1, 0.6), (y0,), (np.array([1.0, -1.0]),))
+    np.testing.assert_array_equal(tangent, [[1.0, -1.0]])

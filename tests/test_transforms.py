@@ -241,3 +241,74 @@ def test_numpy_conversion_of_a_traced_value_is_an_error_not_a_silent_constant():
         dg.grad(lambda x: dg.sum(a.dot(x)))(np.ones(2))
     with pytest.raises(TypeError, match="derivative would be lost"):
         dg.jvp(lambda x: np.asarray(x), (np.ones(2),), (np.ones(2),))
+
+
+# ---------------------------------------------------------------- the transforms' arguments (issue 24)
+
+_TWO = (np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+
+
+def _prod(x, y):
+    return dg.sum(x * y * y)
+
+
+ARGNUMS_TRANSFORMS = {
+    "grad": lambda a: dg.grad(_prod, argnums=a),
+    "value_and_grad": lambda a: dg.value_and_grad(_prod, argnums=a),
+    "jacobian": lambda a: dg.jacobian(_prod, argnums=a),
+    "jacfwd": lambda a: dg.jacfwd(_prod, argnums=a),
+    "hessian": lambda a: dg.hessian(_prod, argnums=a),
+    "elementwise_grad": lambda a: dg.elementwise_grad(_prod, argnum=a),
+    "holomorphic_grad": lambda a: dg.holomorphic_grad(lambda x, y: x * y, argnums=a),
+}
+
+
+@pytest.mark.parametrize("name", ARGNUMS_TRANSFORMS)
+@pytest.mark.parametrize("bad", ["a", 1.5, None, True, (0, "1"), {0: 1}, np.array([0, 1])],
+                         ids=["str", "float", "None", "bool", "tuple with a str", "dict", "array"])
+def test_argnums_of_a_wrong_type_is_a_type_error_naming_the_transform_and_the_line(name, bad):
+    line = ARGNUMS_TRANSFORMS[name].__code__.co_firstlineno  # where the transform is made: refused there, as JAX
+    with pytest.raises(TypeError, match=rf"^{name}: argnums? must be an int or a tuple of ints, got .* "
+                                        rf"at .*test_transforms.py:{line}$"):
+        ARGNUMS_TRANSFORMS[name](bad)
+
+
+@pytest.mark.parametrize("name", ARGNUMS_TRANSFORMS)
+def test_argnums_out_of_range_or_repeated_is_a_value_error_at_the_call(name):
+    args = (_TWO[0] + 0j, _TWO[1] + 0j) if name == "holomorphic_grad" else _TWO
+    for bad, message in [(2, r"argnums 2 is out of range for a function called with 2 positional argument\(s\)"),
+                         ((0, -3), r"argnums \(0, -3\) is out of range"),
+                         ((1, 1), r"argnums \(1, 1\) names an argument more than once"),
+                         ((0, -2), r"argnums \(0, -2\) names an argument more than once")]:
+        transformed = ARGNUMS_TRANSFORMS[name](bad)
+        line = __import__("sys")._getframe().f_lineno + 2
+        with pytest.raises(ValueError, match=rf"^{name}: {message}.* at .*test_transforms.py:{line}$"):
+            transformed(*args)
+
+
+def test_repeated_argnums_are_refused_rather_than_a_lost_gradient():
+    # before: grad(argnums=(0, 0)) gave zeros for the first entry; make_vjp's argnum=(0, 0) too
+    with pytest.raises(ValueError, match="names an argument more than once"):
+        dg.grad(_prod, argnums=(0, 0))(*_TWO)
+    with pytest.raises(ValueError, match=r"make_vjp: argnum \(0, 0\) names an argument more than once"):
+        dg.make_vjp(_prod, argnum=(0, 0))(*_TWO)
+
+
+def test_numpy_integer_argnums_and_lists_work_as_jaxs():
+    expected = (_TWO[1] ** 2, 2 * _TWO[0] * _TWO[1])
+    np.testing.assert_allclose(dg.grad(_prod, argnums=np.int64(1))(*_TWO), expected[1])
+    for a, b in zip(dg.grad(_prod, argnums=[np.int32(0), 1])(*_TWO), expected):
+        np.testing.assert_allclose(a, b)
+    np.testing.assert_allclose(dg.hessian(_prod, argnums=np.int64(0))(*_TWO), np.zeros((2, 2)))
+    np.testing.assert_allclose(dg.make_vjp(_prod, argnum=np.int64(1))(*_TWO)[0](1.0), expected[1])
+
+
+@pytest.mark.parametrize("make", [lambda: dg.grad(3.0), lambda: dg.value_and_grad("f"), lambda: dg.jacobian(None),
+                                  lambda: dg.jacfwd(1), lambda: dg.hessian([]), lambda: dg.elementwise_grad(0),
+                                  lambda: dg.holomorphic_grad(2j), lambda: dg.vjp(3, 1.0),
+                                  lambda: dg.jvp("f", (1.0,), (1.0,))],
+                         ids=["grad", "value_and_grad", "jacobian", "jacfwd", "hessian", "elementwise_grad",
+                              "holomorphic_grad", "vjp", "jvp"])
+def test_a_function_that_is_not_callable_is_a_type_error_naming_the_transform(make):
+    with pytest.raises(TypeError, match=r"^\w+: expects a function, got \w+ at .*test_transforms.py:\d+$"):
+        make()

@@ -387,3 +387,112 @@ def test_a_custom_function_lists_and_its_backward_is_attributed_to_it():
     assert text.count("(backward of Cube)") == 3
     y.backward()
     np.testing.assert_allclose(x.grad.numpy(), [24.0, 96.0])
+
+
+# -- 9. names a user controls are printed escaped (issue 24)
+
+# a newline, a carriage return, a terminal escape, Unicode line and paragraph separators, a bidi
+# override, a NUL: each would forge a listing line, overwrite one or recolour the terminal
+HOSTILE = "w\n%9 = evil() : () float64\r\x1b[31mred\x1b[0m\u2028\u2029\u202e\x00\x85"
+
+
+def _hostile_function(name):
+    def forward(ctx, x):
+        return x * 2.0
+
+    def backward(ctx, g):
+        return g * 2.0
+
+    return type(name, (dg.Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
+def _hostile_primitive(name):
+    def double(x):
+        return x * 2.0
+
+    double.__name__ = name
+    prim = dg.primitive(double)
+    dg.defvjp(prim, lambda ans, x: lambda g: g * 2.0)
+    return prim
+
+
+def _clean(text, lines):
+    """No character of `text` is a control, separator or format character but the `lines - 1`
+    newlines that separate its lines (each name shows as its escapes)."""
+    assert text.count("\n") == lines - 1, text
+    assert all(line.isprintable() for line in text.split("\n")), text
+    assert "\\x1b[31m" in text and "\\n%9 = evil()" in text
+
+
+@pytest.mark.parametrize("function", [_hostile_function, _hostile_primitive])
+def test_hostile_names_are_escaped_in_listings_and_drawings(function):
+    name = HOSTILE.replace("\x00", "")  # Python refuses a NUL in a class name
+    op = function(name)
+    with dg.Graph() as g:
+        p = dg.placeholder((3,), name=HOSTILE)
+        v = dg.Variable(np.ones(3), name=HOSTILE)
+        y = dg.sum(op(dg.sin(p) * v) if not isinstance(op, type) else op.apply(dg.sin(p) * v))
+    _clean(str(g), len(g))
+    _clean(dg.listing(y), len(g))
+    _clean(dg.listing(y, backward=True), len(_node_lines(dg.listing(y, backward=True))))
+    x = dg.tensor([1.0, 2.0], requires_grad=True)
+    z = dg.sum(op(x) if not isinstance(op, type) else op.apply(x))
+    text = dg.listing(z, backward=True)
+    assert all(line.isprintable() for line in text.split("\n")) and "(backward of w\\n%9 = evil()" in text
+    for drawn in (g, y, z):
+        dot = dg.to_dot(drawn)
+        assert all(line.isprintable() for line in dot.split("\n")), dot
+        svg = viz.to_svg(drawn)
+        assert all(line.isprintable() for line in svg.split("\n")), svg
+        _parse(svg)  # well-formed XML: no control character reached it
+    assert repr(y).isprintable()
+
+
+def test_hostile_names_are_escaped_in_errors_and_compiled_source():
+    op = _hostile_function(HOSTILE.replace("\x00", ""))
+    with pytest.raises(ValueError) as info:
+        op.apply(dg.tensor([1.0, 2.0])) @ dg.tensor(np.ones(3))
+    assert "matmul" in str(info.value) and str(info.value).isprintable()
+
+    class Broken(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            raise ValueError(f"bad input {HOSTILE}")
+
+    Broken.__name__ = HOSTILE.replace("\x00", "")
+    with pytest.raises(ValueError) as info:
+        Broken.apply(dg.tensor([1.0]))
+    assert str(info.value).isprintable() and "\\x1b[31m" in str(info.value)
+
+    def loss(x):
+        return dg.sum(dg.sin(op.apply(x)))
+
+    fast = dg.compile(dg.grad(loss))
+    np.testing.assert_allclose(fast(np.ones(3)), 2 * np.cos(2.0) * np.ones(3))
+    source = fast.source(np.ones(3))
+    assert all(line.isprintable() for line in source.split("\n")) and "\\x1b[31m" in source
+
+
+def test_hostile_names_are_escaped_in_anomaly_and_backward_errors():
+    def blow_up(ctx, x):
+        return x * np.nan
+
+    op = type(HOSTILE.replace("\x00", ""), (dg.Function,), {"forward": staticmethod(blow_up),
+                                                            "backward": staticmethod(lambda ctx, g: g)})
+    with pytest.raises(FloatingPointError) as info, dg.detect_anomaly():
+        op.apply(dg.tensor([1.0], requires_grad=True))
+    assert str(info.value).isprintable() and "\\x1b[31m" in str(info.value)
+    prim = _hostile_primitive(HOSTILE)
+    x = dg.tensor([1.0, 2.0], requires_grad=True)
+    y = prim(x)
+    y.backward(np.ones(2))
+    with pytest.raises(RuntimeError, match="a second time") as info:
+        y.backward(np.ones(2))
+    assert str(info.value).isprintable() and "\\x1b[31m" in str(info.value)
+
+
+def test_a_hostile_child_module_name_is_escaped_in_the_modules_repr():
+    model = dg.nn.Module()
+    model.add_module(HOSTILE, dg.nn.Sequential(dg.nn.Linear(2, 2)))
+    text = repr(model)
+    _clean(text, 5)  # Module(, the child, its Sequential's one layer, two closing lines: no line forged

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core.errors import user_error
+from ._core.errors import printable, user_error
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.tensor import Tensor
 from .ops.shape import concatenate, reshape
@@ -20,7 +20,7 @@ class GradcheckError(AssertionError):
     names the function whose derivative failed (`vjp of f` at order 2) and `mode` is "rev" or "fwd"."""
 
     def __init__(self, message, function=None, mode=None):
-        super().__init__(message)
+        super().__init__(printable(message))  # the function's name is the user's: shown escaped
         self.function, self.mode = function, mode
 
 

@@ -27,7 +27,7 @@ from .ops.elementwise import astype
 from .ops.linalg import tensordot
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, getitem, ravel, reshape
-from .transforms import grad, jacobian, jvp, vjp
+from .transforms import _is_index, grad, jacobian, jvp, vjp
 
 __all__ = ["deriv", "grad_and_aux", "hessian_tensor_product", "hessian_vector_product", "make_ggnvp", "make_hvp",
            "make_jvp", "make_vjp", "multigrad_dict", "ravel_pytree", "tensor_jacobian_product",
@@ -42,13 +42,15 @@ def _check_function(fun, where):
 def _unary(fun, args, kwargs, argnum, where):
     """autograd's unary_to_nary: the argument(s) at `argnum`, and `fun` as a function of them alone."""
     nums = argnum if isinstance(argnum, tuple) else (argnum,)
-    if not nums or any(isinstance(n, bool) or not isinstance(n, int) for n in nums):
+    if not nums or not all(_is_index(n) for n in nums):
         raise user_error(TypeError, where, f"argnum must be an int or a tuple of ints, got {argnum!r}")
     for n in nums:
         if not -len(args) <= n < len(args):
             raise user_error(ValueError, where, f"argnum {argnum} is out of range for a function called with "
                              f"{len(args)} arguments")
-    nums = tuple(n % len(args) for n in nums)
+    nums = tuple(int(n) % len(args) for n in nums)
+    if len(set(nums)) != len(nums):  # the first one's gradient would be lost (zero)
+        raise user_error(ValueError, where, f"argnum {argnum} names an argument more than once")
 
     def unary_f(x):
         merged = list(args)

@@ -12,6 +12,7 @@ nesting and types. A malformed file raises a ValueError naming it; nothing in it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -41,8 +42,8 @@ def _flatten(obj, path, arrays, depth=0):
 
     def array_node(arr, kind):
         if arr.dtype.kind not in "biuf":
-            raise TypeError(f"dg.save: {path or 'the object'} has dtype {arr.dtype}; only bool, integer and float "
-                            "arrays are saved (no object arrays, no pickle)")
+            raise user_error(TypeError, "dg.save", f"{path or 'the object'} has dtype {arr.dtype}; only bool, integer "
+                             "and float arrays are saved (no object arrays, no pickle)")
         name = path or "value"
         key, k = name, 1
         while key in arrays or key in _RESERVED:
@@ -51,7 +52,7 @@ def _flatten(obj, path, arrays, depth=0):
         return {"t": kind, "k": key}
 
     if depth > _MAX_DEPTH:  # what dg.save writes, dg.load reads: it refuses deeper nesting
-        raise ValueError(f"dg.save: {path} is nested more than {_MAX_DEPTH} levels deep")
+        raise user_error(ValueError, "dg.save", f"{path} is nested more than {_MAX_DEPTH} levels deep")
     if obj is None or isinstance(obj, str):
         return {"t": "json", "v": obj}
     if isinstance(obj, bool):
@@ -66,8 +67,9 @@ def _flatten(obj, path, arrays, depth=0):
         items = []
         for key, value in obj.items():
             if isinstance(key, bool) or not isinstance(key, (str, int)):
-                raise TypeError(f"dg.save: dict keys must be strings or ints, got {type(key).__name__} {key!r}"
-                                f" at {path or 'the top level'}")
+                raise user_error(TypeError, "dg.save", f"dict keys must be strings or ints, got "
+                                 f"{type(key).__name__} {key!r} at {path or 'the top level'}")
+            _check_key(key, path)
             sub = f"{path}.{key}" if path else str(key)
             items.append([{"s": key} if isinstance(key, str) else {"i": key}, _flatten(value, sub, arrays, depth + 1)])
         return {"t": "dict", "items": items}
@@ -75,8 +77,27 @@ def _flatten(obj, path, arrays, depth=0):
         kind = "list" if isinstance(obj, list) else "tuple"
         return {"t": kind, "items": [_flatten(v, f"{path}.{k}" if path else str(k), arrays, depth + 1)
                                      for k, v in enumerate(obj)]}
-    raise TypeError(f"dg.save: cannot save a {type(obj).__name__} at {path or 'the top level'} (dagrad saves dicts, "
-                    "lists, tuples, arrays, Tensors, numbers, strings and None; never pickles)")
+    raise user_error(TypeError, "dg.save", f"cannot save a {type(obj).__name__} at {path or 'the top level'} "
+                     "(dagrad saves dicts, lists, tuples, arrays, Tensors, numbers, strings and None; never pickles)")
+
+
+def _check_key(key, path):
+    """A dict key, checked before anything is written: it becomes part of a zip member's name (UTF-8, ended by
+    a NUL when read back), so a NUL or a character UTF-8 cannot encode (a lone surrogate) would write a file
+    dg.load cannot read. Every other string round-trips (the empty one, '/', '..', newlines: the structure
+    member keeps the key itself)."""
+    if not isinstance(key, str):
+        return
+    where = f" (in {path})" if path else ""
+    if "\0" in key:
+        raise user_error(ValueError, "dg.save", f"dict key {key!r}{where} holds a NUL character, which a .npz member "
+                         "name cannot hold (dg.load could not read the file back); rename the key")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise user_error(ValueError, "dg.save", f"dict key {key!r}{where} holds {key[err.start]!r}, which UTF-8 "
+                         "cannot encode (a lone surrogate), so a .npz member name cannot hold it; rename the "
+                         "key") from None
 
 
 def save(obj, path):
@@ -99,8 +120,17 @@ def save(obj, path):
         raise ValueError(f"dg.save: the object's structure takes {len(structure)} bytes of JSON, more than dg.load "
                          f"reads ({_MAX_STRUCTURE_BYTES}); save fewer, larger arrays")
     arrays[_STRUCTURE] = np.frombuffer(structure, dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez(fh, allow_pickle=False, **arrays)
+    try:
+        fh = open(path, "wb")  # closed below; a failed write removes the file
+    except (OSError, ValueError) as err:  # a missing folder, a NUL in the path, ...
+        raise user_error(type(err), "dg.save", f"cannot write {str(path)!r}: {err}") from None
+    try:
+        with fh:
+            np.savez(fh, allow_pickle=False, **arrays)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(path)  # no partial file is left behind for dg.load to trip over
+        raise
 
 
 class _Malformed(ValueError):

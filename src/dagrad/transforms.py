@@ -70,14 +70,42 @@ def _unbox(x, level):
     return x._value if isinstance(x, Tensor) and x._level == level else x
 
 
+def _is_index(n):
+    return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+
+
+def _function(f, where):
+    if not callable(f):
+        raise user_error(TypeError, where, f"expects a function, got {type(f).__name__}")
+
+
+def _checked(f, argnums, where, name="argnums"):
+    """`f` and its argnums, checked where the transform is made (as JAX does): `f` callable, argnums an int or
+    a tuple (or list) of ints, NumPy's included, a bool refused. The argnums come back as an int or a tuple."""
+    _function(f, where)
+    if _is_index(argnums):
+        return int(argnums)
+    if isinstance(argnums, (tuple, list)) and all(_is_index(n) for n in argnums):
+        return tuple(int(n) for n in argnums)
+    raise user_error(TypeError, where, f"{name} must be an int or a tuple of ints, got {type(argnums).__name__} "
+                     f"{argnums!r}")
+
+
 def _normalize_argnums(argnums, nargs, where):
+    """(whether argnums is one int, the argument positions) for a call with `nargs` arguments: each in range
+    (negative ones count from the end) and none twice (its gradient would be returned twice, the first
+    one lost: refused)."""
     single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    nums = (argnums,) if single else argnums
     for n in nums:
         if not -nargs <= n < nargs:
             raise user_error(ValueError, where, f"argnums {argnums} is out of range for a function called with "
-                             f"{nargs} arguments")
-    return single, tuple(n % nargs for n in nums)
+                             f"{nargs} positional argument(s)")
+    positions = tuple(n % nargs for n in nums)
+    if len(set(positions)) != len(positions):
+        raise user_error(ValueError, where, f"argnums {argnums} names an argument more than once (for a function "
+                         f"called with {nargs} positional argument(s))")
+    return single, positions
 
 
 def _finish_ct(ct, original, like_value):
@@ -122,13 +150,13 @@ class _Traced:
         )
 
 
-def _argnums(argnums, argnum, where):
-    """JAX's `argnums`, or autograd's name for it, `argnum` (an int, or a tuple or list of ints)."""
+def _argnums(f, argnums, argnum, where):
+    """JAX's `argnums`, or autograd's name for it, `argnum` (an int, or a tuple or list of ints), checked."""
     if argnum is None:
-        return argnums
-    if argnums != 0:
+        return _checked(f, argnums, where)
+    if not (_is_index(argnums) and argnums == 0):
         raise user_error(TypeError, where, "got both argnums and argnum (autograd's name for it): pass one")
-    return argnum
+    return _checked(f, argnum, where, "argnum")
 
 
 def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
@@ -143,10 +171,14 @@ def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
     >>> value_and_grad(lambda x: ((x ** 2).sum(), x * 10), has_aux=True)(np.array([1.0, 2.0]))
     ((np.float64(5.0), array([10., 20.])), array([2., 4.]))
     """
-    argnums = _argnums(argnums, argnum, "value_and_grad")
+    return _value_and_grad(f, _argnums(f, argnums, argnum, "value_and_grad"), has_aux, "value_and_grad")
+
+
+def _value_and_grad(f, argnums, has_aux, where):
+    """value_and_grad of checked argnums; `where` names the transform the user called in its errors."""
 
     def value_and_grad_f(*args, **kwargs):
-        single, nums = _normalize_argnums(argnums, len(args), "grad")
+        single, nums = _normalize_argnums(argnums, len(args), where)
         traced = _Traced(f, args, nums, "grad", kwargs)
         out = traced.out
         if has_aux:
@@ -185,7 +217,7 @@ def grad(f, argnums=0, has_aux=False, *, argnum=None):
     >>> grad(grad(lambda x: x ** 3))(2.0)
     np.float64(12.0)
     """
-    vg = value_and_grad(f, _argnums(argnums, argnum, "grad"), has_aux)
+    vg = _value_and_grad(f, _argnums(f, argnums, argnum, "grad"), has_aux, "grad")
 
     def grad_f(*args, **kwargs):
         value, gradient = vg(*args, **kwargs)
@@ -204,6 +236,7 @@ def holomorphic_grad(f, argnums=0):
     >>> holomorphic_grad(lambda z: z * (1.0 + 0.2j))(1.0 + 0.0j)
     np.complex128(1+0.2j)
     """
+    argnums = _checked(f, argnums, "holomorphic_grad")
 
     def real_part(*args, **kwargs):
         out = f(*args, **kwargs)
@@ -213,7 +246,7 @@ def holomorphic_grad(f, argnums=0):
                              "real output)")
         return real(out)
 
-    g = grad(real_part, argnums)
+    g = _value_and_grad(real_part, argnums, False, "holomorphic_grad")
 
     def holomorphic_grad_f(*args, **kwargs):
         _, nums = _normalize_argnums(argnums, len(args), "holomorphic_grad")
@@ -222,7 +255,7 @@ def holomorphic_grad(f, argnums=0):
                 if _dtype(leaf).kind != "c":
                     raise user_error(TypeError, "holomorphic_grad", f"argument {n} has dtype {_dtype(leaf)}: "
                                      "holomorphic_grad needs complex inputs (pass x + 0j)")
-        return g(*args, **kwargs)
+        return g(*args, **kwargs)[1]
 
     _name(holomorphic_grad_f, "holomorphic_grad", f)
     return holomorphic_grad_f
@@ -236,6 +269,7 @@ def vjp(f, *primals):
     >>> f_vjp(np.array([1.0, 10.0]))
     (array([ 2., 20.]),)
     """
+    _function(f, "vjp")
     traced = _Traced(f, primals, tuple(range(len(primals))), "vjp")
     out_leaves, out_def = tree_flatten(traced.out)
     for o in out_leaves:
@@ -269,6 +303,7 @@ def jvp(f, primals, tangents):
     >>> jvp(lambda x: x ** 2, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
     (array([1., 9.]), array([2., 6.]))
     """
+    _function(f, "jvp")
     if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
         raise user_error(TypeError, "jvp", "primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_def = tree_flatten(tuple(primals))
@@ -348,6 +383,7 @@ def jacobian(f, argnums=0):
     array([[3., 0.],
            [0., 3.]])
     """
+    argnums = _checked(f, argnums, "jacobian")
 
     def jacobian_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacobian")
@@ -390,9 +426,14 @@ def jacfwd(f, argnums=0):
     array([[2., 0.],
            [0., 4.]])
     """
+    return _jacfwd(f, _checked(f, argnums, "jacfwd"), "jacfwd")
+
+
+def _jacfwd(f, argnums, where):
+    """jacfwd of checked argnums; `where` names the transform the user called in its errors."""
 
     def jacfwd_f(*args):
-        single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
+        single, nums = _normalize_argnums(argnums, len(args), where)
         inputs = [_input_leaves(args[n], "jacfwd") for n in nums]
         originals = [tree_flatten(args[n])[0] for n in nums]
         columns = []  # per argument, per input leaf: the output tangent leaves, batched over the leaf's elements
@@ -442,7 +483,13 @@ def hessian(f, argnums=0):
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    h = jacfwd(grad(f, argnums), argnums)
+    argnums = _checked(f, argnums, "hessian")
+    vg = _value_and_grad(f, argnums, False, "hessian")
+
+    def gradient(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    h = _jacfwd(gradient, argnums, "hessian")
     _name(h, "hessian", f)
     return h
 
@@ -456,11 +503,17 @@ def elementwise_grad(f, argnum=0):
     array([ 3., 12., 27.])
     """
 
+    argnum = _checked(f, argnum, "elementwise_grad", "argnum")
+
     def summed(*args, **kwargs):
         return reduce_sum(f(*args, **kwargs))
 
     _name(summed, "sum", f)
-    g = grad(summed, argnum)
+    vg = _value_and_grad(summed, argnum, False, "elementwise_grad")
+
+    def g(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
     _name(g, "elementwise_grad", f)
     return g
 

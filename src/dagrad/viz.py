@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape  # nosec B406
 import numpy as np
 
 from ._core.autodiff import reverse_sweep
-from ._core.errors import location, short_location, user_error
+from ._core.errors import location, printable, short_location, user_error
 from ._core.ir import Graph, Symbol, TooManyNodes, node_parts, show_value, walk
 from ._core.tensor import Tensor, _new, enable_grad, next_seq
 from .ops.elementwise import full_like
@@ -66,14 +66,15 @@ class _View:
     def lines(self):
         out = []
         for i, e in enumerate(self.entries):
-            out.extend(self.headers.get(i, ()))
+            out.extend(printable(line) for line in self.headers.get(i, ()))
             out.append(_line(e))
-        return out + self.footer
+        return out + [printable(line) for line in self.footer]
 
 
 def _line(e):
-    """The entry's listing line (also its tooltip in a drawing)."""
-    return f"{e.label} = {e.body} : {e.type}" + (f"   # {e.comment}" if e.comment else "")
+    """The entry's listing line (also its tooltip in a drawing), escaped: a name (a placeholder's, an op's,
+    a file's) forges no line and sends no terminal escape."""
+    return printable(f"{e.label} = {e.body} : {e.type}" + (f"   # {e.comment}" if e.comment else ""))
 
 
 def _view(obj, backward=False, limit=None):
@@ -342,9 +343,10 @@ def _drawn_lines(e):
     """What a drawn node says: its label and op with its inputs (not its attributes), its type, and
     which gradient it is (with backward=True)."""
     head = f"{e.label} {e.body}" if e.node.op is None else f"{e.label} {e.node.op.name}({', '.join(e.args)})"
+    head = printable(head)
     if len(head) > _MAX_LABEL:
         head = head[: _MAX_LABEL - 1] + "\u2026"
-    return [head, e.type] + ([e.note] if e.note else [])
+    return [head, printable(e.type)] + ([printable(e.note)] if e.note else [])
 
 
 def _quote(text):

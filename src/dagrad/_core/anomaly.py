@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from .errors import location, user_line
+from .errors import location, printable, user_line
 from .op import set_anomaly_checks
 from .tensor import Tensor, is_symbolic
 
@@ -85,7 +85,8 @@ def check_forward(op, out, inputs):
     element, value = found
     already = [k for k, a in enumerate(inputs) if _first_bad(a) is not None]
     cause = "from finite inputs" if not already else f"because input {already[0]} was already non-finite"
-    raise FloatingPointError(f"detect_anomaly: {op.name} produced {value}{element} {cause}, at {user_line()}")
+    raise FloatingPointError(printable(f"detect_anomaly: {op.name} produced {value}{element} {cause}, at "
+                                       f"{user_line()}"))
 
 
 def check_gradient(node, k, ct):
@@ -94,7 +95,7 @@ def check_gradient(node, k, ct):
     if found is None:
         return
     element, value = found
-    raise FloatingPointError(
+    raise FloatingPointError(printable(
         f"detect_anomaly: the gradient of {node.op.name} with respect to its input {k} is {value}{element}; "
         f"the {node.op.name} was run at {location(node) or 'an unknown line'} (backward called at {user_line()})"
-    )
+    ))

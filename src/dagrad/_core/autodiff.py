@@ -26,7 +26,7 @@ from .backends import (
     ones,
     unknown_size_error,
 )
-from .errors import _provenance, location, user_error, user_line
+from .errors import _provenance, location, printable, user_error, user_line
 from .op import anomaly_checks
 from .shapes import dtype_of as _dtype
 from .shapes import shape_of as _shape
@@ -40,10 +40,10 @@ def _unbroadcast(ct, shape, op=None):
     """Sums a cotangent of a broadcast result back down to the input's `shape` (`op`: whose rule gave it)."""
     if None in shape:  # a static graph with unknown sizes: which axes to sum is known only when it runs
         return sum_to(ct, shape.ref)
-    if is_dask(ct):  # only a Dask array has unknown (nan) sizes; the check costs NumPy's path 1% of a step
-        for s in (shape, _shape(ct)):
-            if has_unknown_size(s):  # Dask's nan never equals itself: which axes to sum cannot be told
-                raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward", s)
+    # only a Dask array (or, under create_graph, a Tensor of one) has unknown (nan) sizes
+    if type(ct) is not np.ndarray and is_dask(ct._value if isinstance(ct, Tensor) else ct) and (
+            has_unknown_size(shape) or has_unknown_size(_shape(ct))):
+        return _unbroadcast_unknown(ct, shape, op)
     axes = summed_axes(_shape(ct), shape)
     if axes is None:
         return broadcast_to(ct, shape)
@@ -54,13 +54,34 @@ def _unbroadcast(ct, shape, op=None):
     return ct
 
 
+def _unbroadcast_unknown(ct, shape, op):
+    """_unbroadcast of a Dask cotangent where sizes are unknown (nan, after x[mask]): its leading axes and the
+    axes where the input has size 1 are summed; an unknown size must meet an unknown size on the same axis (x[mask]
+    and what is computed from it elementwise: Dask pairs their blocks as equal sizes). Anything else (an unknown
+    size against a known one) cannot be told apart from a broadcast, and is refused."""
+    ct_shape = _shape(ct)
+    lead = len(ct_shape) - len(shape)
+    axes = []
+    for a, (m, n) in enumerate(zip(ct_shape[max(lead, 0):], shape)):
+        if n == 1 and m != 1:
+            axes.append(lead + a)
+        elif m != n and not (m != m and n != n):  # (nan != nan: both unknown is fine)
+            lead = -1
+    if lead < 0:
+        raise unknown_size_error(f"backward of {op.name}" if op is not None else "backward",
+                                 shape if has_unknown_size(shape) else ct_shape)
+    if axes:
+        ct = sum_(ct, axis=tuple(axes), keepdims=True)
+    return sum_(ct, axis=tuple(range(lead))) if lead else ct
+
+
 def _freed_error(node):
     made = location(node)
-    return RuntimeError(
+    return RuntimeError(printable(
         f"backward through {node.op.name}{f' (made at {made})' if made else ''} a second time: the values it "
         f"saved were freed by the previous backward(); pass retain_graph=True to that backward() to keep them "
         f"(at {user_line()})"
-    )
+    ))
 
 
 def reverse_sweep(roots, cotangents, level, graph_mode=False, free=False, targets=None, within=None):

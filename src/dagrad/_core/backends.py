@@ -178,6 +178,19 @@ def has_unknown_size(shape) -> bool:
     return any(isinstance(n, float) and math.isnan(n) for n in shape)
 
 
+def same_unknown(a, b) -> bool:
+    """Whether two shapes with unknown (nan) sizes count as the same: unknown sizes on the same axes, the
+    others equal. Dask pairs the blocks of two such arrays in an elementwise op, as equal sizes, so a rule's
+    cotangent or tangent of this shape for a value of that one (x[mask] and what is computed from it
+    elementwise) is taken as it is, with nothing to sum or broadcast.
+
+    >>> nan = float("nan")
+    >>> same_unknown((nan, 3), (nan, 3)), same_unknown((nan, 3), (nan, 1)), same_unknown((2,), (2,))
+    (True, False, False)
+    """
+    return has_unknown_size(b) and len(a) == len(b) and all(m == n or (m != m and n != n) for m, n in zip(a, b))
+
+
 def unknown_size_error(where, shape):
     """The error for an operation (`where`) that needs a Dask array's `shape`, whose chunk sizes are unknown."""
     return user_error(ValueError, where, f"needs the shape of a Dask array whose chunk sizes are unknown "

@@ -77,11 +77,35 @@ def _has_dask_part(index):
     return any(is_dask(p) for p in (index if isinstance(index, tuple) else (index,)))
 
 
+def _dask_index(index, ndim):
+    """An index holding a Dask array (a boolean mask, or 1-d integers), checked to be one whose result Dask's
+    indexing gives as NumPy's, and returned as one part per axis: the array (a mask of several axes counts for
+    them all) and slices. Several arrays (Dask indexes them orthogonally where NumPy broadcasts), integers or
+    None beside the array (NumPy moves the array's axes then) are refused: their values are needed first."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [p for p in parts if is_dask(p) or isinstance(p, (np.ndarray, list))]
+    if len(arrays) != 1 or any(not isinstance(p, slice) for p in parts if p is not arrays[0] and p is not Ellipsis):
+        raise TypeError("a Dask array as an index goes with slices only (x[mask], x[:, mask], x[i] with 1-d integers "
+                        "i): with several arrays, integers or None beside it Dask's indexing would differ from "
+                        "NumPy's; compute the index first (.compute()), or index in two steps")
+    (array,) = arrays
+    if array.dtype.kind not in "biu" or (array.dtype.kind != "b" and array.ndim != 1):
+        raise TypeError(f"a Dask array as an index must be a boolean mask or 1-d integers, got dtype {array.dtype} "
+                        f"and {array.ndim} dimension(s)")
+    taken = sum(array.ndim if p is array else 1 for p in parts if p is not Ellipsis)
+    out = []
+    for p in parts:
+        out.extend([slice(None)] * (ndim - taken) if p is Ellipsis else [p] * (array.ndim if p is array else 1))
+    return out + [slice(None)] * (ndim - len(out))
+
+
 def getitem(x, index):
     """`x[index]` with NumPy's semantics for a Dask array `x` and any NumPy index (`vindex` where Dask's own
-    indexing would differ: several arrays, an n-d array, integers apart from the array)."""
+    indexing would differ: several arrays, an n-d array, integers apart from the array). An index holding a
+    Dask array (a mask, `x[x > 0]`) is Dask's own lazy indexing: the result's size is unknown (nan) until computed."""
     if _has_dask_part(index):
-        return x[index]  # Dask's own indexing by a Dask array (the gradient refuses: it needs the values)
+        _dask_index(index, x.ndim)  # a form whose result is NumPy's
+        return x[index]
     parts = _expand(index, x.shape)
     adv = _advanced(parts)
     if not adv or _native(parts, adv):
@@ -102,8 +126,7 @@ def index_add(g, index, shape):
     indices), lazily: the adjoint of `getitem`."""
     da = _da()
     if _has_dask_part(index):
-        raise TypeError("the scatter-add at integer indices held in a Dask array needs their values: compute the "
-                        "indices first (.compute()), they are small")
+        return _unmask(g, index, shape)
     parts = _expand(index, shape)
     adv = _advanced(parts)
     if adv:
@@ -136,6 +159,49 @@ def index_add(g, index, shape):
     out = np.zeros(shape, g.dtype, like=g)
     out[tuple(slice(None) if a in axes else parts[a] for a in range(len(shape)))] = inner
     return out
+
+
+def _unmask_block(g, mask, axis):
+    """Zeros shaped like the block g with axis `axis` of the mask's length (all of the mask's axes when
+    axis is None), with g written where the mask is True."""
+    shape = mask.shape if axis is None else g.shape[:axis] + mask.shape + g.shape[axis + 1:]
+    out = np.zeros(shape, g.dtype)
+    out[(slice(None),) * (axis or 0) + (mask,)] = g
+    return out
+
+
+def _unmask(g, index, shape):
+    """Zeros of `shape` with the Dask array g written where the Dask boolean mask in `index` is True: the
+    adjoint of x[mask], lazily. Dask's x[mask] gives one block per block of the mask (of its ravelled form for
+    a mask of all of x's axes), holding that block's selected entries in order, so block k of g goes back
+    where block k of the mask is True; its sizes need never be known."""
+    parts = _dask_index(index, len(shape))
+    mask = next(p for p in parts if is_dask(p))
+    if mask.dtype != bool:
+        raise TypeError("the scatter-add at integer indices held in a Dask array needs their values: compute the "
+                        "indices first (.compute()), they are small")
+    refuse = TypeError("the gradient of indexing by a Dask array is computed lazily only for a boolean mask of "
+                       "x[mask] or x[:, mask] form (full slices elsewhere), when the mask's blocks match x's; "
+                       "compute the index first (.compute()) for this one")
+    if any(p is not mask and p != slice(None) for p in parts):
+        raise refuse
+    if any(math.isnan(n) for n in shape):
+        raise ValueError(f"needs the shape of a Dask array whose chunk sizes are unknown (shape {tuple(shape)}): "
+                         "the array indexed by the mask was itself of unknown size")
+    if mask.ndim == len(shape):  # Dask ravelled x and the mask: block k of g is the selection of their block k
+        flat = mask.ravel()
+        if g.ndim != 1 or g.numblocks[0] != flat.numblocks[0]:
+            raise refuse
+        out = _da().blockwise(_unmask_block, "i", g, "i", flat, "i", axis=None, dtype=g.dtype, align_arrays=False,
+                              adjust_chunks={"i": flat.chunks[0]})
+        return out.reshape(shape)
+    # a 1-d mask along one axis: block (.., k, ..) of g is x's block (.., k, ..) selected
+    axis = next(k for k, p in enumerate(parts) if p is mask)
+    if g.ndim != len(shape) or g.numblocks[axis] != mask.numblocks[0]:
+        raise refuse
+    letters = "abcdefghijklmnopqrstuvwxyz"[: len(shape)]
+    return _da().blockwise(_unmask_block, letters, g, letters, mask, letters[axis], axis=axis, dtype=g.dtype,
+                           align_arrays=False, adjust_chunks={letters[axis]: mask.chunks[0]})
 
 
 def _add_at(block, local, n):

@@ -75,6 +75,21 @@ def code_line(code, offset):
     return f"{code.co_filename}:{code.co_firstlineno if line is None else line}"
 
 
+def printable(text) -> str:
+    """`text` (a str, or what str() makes of it) with every character that is not printable written as
+    its escape, as repr writes it (`\\n`, `\\r`, `\\x1b`, `\\u2028`, `\\u202e`): a name shown in a
+    listing, a drawing, an error or a generated comment then cannot end the line, forge another one,
+    reorder the text (bidi controls) or send a terminal escape. The one escaper of the package.
+
+    >>> print(printable("x\\n%9 = evil()\\x1b[31m"))
+    x\\n%9 = evil()\\x1b[31m
+    """
+    text = str.__str__(text if isinstance(text, str) else str(text))  # an exact str, whatever a subclass does
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _describe(value) -> str:
     shape = getattr(value, "shape", None)
     if shape is None:
@@ -93,6 +108,7 @@ def user_error(kind, op, message, *operands):
     text = f"{op}: {message}{inputs} at {caller_line()}"
     if _provenance.origin is not None:  # raised while a static graph's gradient is being built
         text += f" (building the gradient of the node made at {_provenance.origin})"
+    text = printable(text)  # a name in it (an op's, a key's, a file's) sends no line break or terminal escape
     try:
         err = kind(text)
     except Exception:  # an exception type whose constructor takes other arguments

@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from .errors import _provenance, caller_line, op_error, user_error, user_line
+from .errors import _provenance, caller_line, op_error, printable, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _leaf, next_seq
 
@@ -104,6 +104,7 @@ class Graph:
         # while dg.compile traces: inputs read at each call {key: (node, read)}, values written back after
         # each call [(node, write)], and what `loss.backward()` on a node of this graph does
         self.reads, self.writes, self.backward_hook = {}, [], None
+        self.guards = {}  # {key: (read, its value when traced)}: a call where read() differs traces again
         self.params = {}  # the eager tensors captured as inputs: id -> (tensor, node)
         self.lifted = {}  # eager tensors that requires grad, in the trace: id -> (tensor, node)
         # a body of control flow (dagrad/control.py) is a graph whose Symbols have a transform level of their
@@ -162,6 +163,12 @@ class Graph:
             entry = self.reads[key] = (node, read)
         return entry[0]
 
+    def guard(self, key, read):
+        """Makes the trace depend on `read()` (Python values the traced code built in, such as an optimiser's
+        options): each call reads it again, first, and traces again if it changed. One guard per `key`."""
+        if key not in self.guards:
+            self.guards[key] = (read, read())
+
     def capture(self, tensor):
         """The input node standing for an eager tensor that requires grad (a parameter) read by the traced
         function: read at each call, so training between calls is seen, and differentiable."""
@@ -179,7 +186,7 @@ class Graph:
     def listing(self):
         """One line per node: `%7 = matmul(%3, %5) : (None, 10) float64`; the graphs a control-flow node
         holds are listed indented under it."""
-        return "\n".join(_listing(self.nodes, {}, ""))
+        return "\n".join(printable(line) for line in _listing(self.nodes, {}, ""))  # a name forges no line
 
     __str__ = listing
 
@@ -344,7 +351,7 @@ class Symbol(Tensor):
     def __repr__(self):
         label = f" {self.name!r}" if self.name else ""
         what = self.kind if self.op is None else self.op.name
-        return f"<Symbol{label} {what} : {shown(self._shape)} {self._dtype}>"
+        return printable(f"<Symbol{label} {what} : {shown(self._shape)} {self._dtype}>")
 
 
 def _refuse(what):
@@ -520,9 +527,9 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
         kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
         message = str(err).removeprefix(f"{op.name}: ")
         if during is None:
-            raise kind(f"{op.name}: {message} (input shapes {described}) at {user_line()}") from None
-        raise kind(f"{op.name} failed in {during}: {message} (input shapes {described}; node built at "
-                   f"{built_at}) at {caller_line()}") from None
+            raise kind(printable(f"{op.name}: {message} (input shapes {described}) at {user_line()}")) from None
+        raise kind(printable(f"{op.name} failed in {during}: {message} (input shapes {described}; node built at "
+                             f"{built_at}) at {caller_line()}")) from None
 
 
 

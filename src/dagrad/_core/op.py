@@ -19,7 +19,7 @@ from sys import _getframe
 
 import numpy as np
 
-from .backends import check_dask_mixing, is_dask, mixing_error
+from .backends import check_dask_mixing, is_dask, mixing_error, same_unknown
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
 from .shapes import broadcast_shapes, shape_of
@@ -396,7 +396,9 @@ def _apply_forward_mode(op, args, attrs, level):
     if tangent is None:
         return out
     out_shape = shape_of(out)
-    if shape_of(tangent) != out_shape:  # a rule gave an input's tangent of a broadcast op
+    # a rule gave an input's tangent of a broadcast op (unknown sizes of Dask's x[mask] on the same axes count
+    # as equal: a tangent computed from x[mask] has its blocks)
+    if shape_of(tangent) != out_shape and not same_unknown(shape_of(tangent), out_shape):
         # NumPy's function: on an array a view, on a Tensor or Symbol dagrad's differentiable
         # broadcast_to through __array_function__ (its module, _core/structural.py, imports this one)
         tangent = np.broadcast_to(tangent, out_shape)

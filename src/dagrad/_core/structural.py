@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .backends import is_dask
+from .backends import has_unknown_size, is_dask
 from .batching import elementwise, lead, over_axes
 from .dtypes import accumulated, first, real_part
 from .errors import user_error
@@ -158,13 +158,18 @@ def _expand(g, x, axis, keepdims):
     """A reduced value broadcast back over the reduced axes of `x`'s shape."""
     shape = _shape(x)
     kept = reduced_shape(shape, axis, True)
-    if is_dask(x) or (isinstance(x, Symbol) and x.graph.lazy):  # a Dask value, or dg.compile's trace for one
+    # a Dask value (or a Tensor of one with unknown sizes, under create_graph), or dg.compile's trace for one
+    if type(x) is not np.ndarray and (is_dask(x) or has_unknown_size(shape) or (isinstance(x, Symbol) and
+                                                                                 x.graph.lazy)):
         # chunks like x's, each made on its own, and a 0-d g left unreshaped, so Dask fuses g's own task
         # (the seed, say) into every chunk: a broadcast of one shared task made Dask's ordering finish the
         # whole forward pass before the first chunk's backward, holding every chunk of the data meanwhile
         # (a 4 GB gradient's peak RSS was 4 GB; it is 0.3 GB). NumPy's functions reach dagrad's ops for a
         # traced x (through __array_function__), which _core cannot import
-        return np.multiply(g if _ndim(g) == 0 else reshape(g, kept), np.ones_like(x, dtype=_dtype(g)))
+        if _ndim(g) and _ndim(g) != len(shape):  # (an unknown size, after x[mask], cannot be reshaped: expand)
+            g = g[tuple(None if a in axis else slice(None) for a in range(len(shape)))] if has_unknown_size(shape) \
+                else reshape(g, kept)
+        return np.multiply(g, np.ones_like(x, dtype=_dtype(g)))
     if _shape(g) != kept:
         g = reshape(g, kept)
     return broadcast_to(g, shape)

@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from .._core.errors import GENERATED_PREFIX, short_location
+from .._core.errors import GENERATED_PREFIX, printable, short_location
 from .._core.ir import Symbol
 
 COMMENT_COLUMN = 56
@@ -53,17 +53,6 @@ def _file_number():
 def _release(filename, number):
     linecache.cache.pop(filename, None)
     _free_numbers.append(number)
-
-
-def comment(text):
-    """`text` made safe to follow a `#`: the body of its repr, so no line break (newline, CR,
-    U+2028, ...), NUL or other unprintable character can end the comment or shift the line
-    numbers; `str.__repr__` itself, never a subclass's `__repr__`.
-
-    >>> print(comment("model.py\\nimport os"))
-    model.py\\nimport os
-    """
-    return str.__repr__(text if isinstance(text, str) else str(text))[1:-1]
 
 
 class Generated:
@@ -205,11 +194,11 @@ class _Writer:
                     # the text of a line is quoted once; a following block from the same line names only its part
                     same_line = heading is not None and _location(heading) == _location(node.where)
                     heading = node.where
-                    lines.append((f"# {comment(_short(heading) if same_line else _quoted(heading))}", None))
+                    lines.append((f"# {printable(_short(heading) if same_line else _quoted(heading))}", None))
                 lines += code
             else:
                 first, owner = code[0]
-                lines.append((f"{first:<{COMMENT_COLUMN - 4}}  # {comment(_short(node.where))}", owner))
+                lines.append((f"{first:<{COMMENT_COLUMN - 4}}  # {printable(_short(node.where))}", owner))
                 lines += code[1:]
         return lines, plan
 

@@ -24,8 +24,9 @@ import types
 
 import numpy as np
 
+from .._core.errors import printable
 from .._version import __version__
-from .codegen import _Naming, comment, generate, identifier, literal
+from .codegen import _Naming, generate, identifier, literal
 from .signature import arguments, leaf_paths, walk_leaves
 
 INLINE_ARRAY_LIMIT = 16  # arrays up to this many elements are written as lists, larger ones in base64
@@ -65,7 +66,7 @@ def module_source(entry, f):
     constants = [_constant_line(name, value) for name, value in generated.constants.items()]
     uses_base64 = any("_array(" in line for line in constants)
     paths = leaf_paths(f, entry.in_def)
-    signature = [f"#     {comment(paths[k])}: {tuple(node._shape)} {node._dtype}"
+    signature = [f"#     {printable(paths[k])}: {tuple(node._shape)} {node._dtype}"
                  f"{' (NumPy or a Dask array, kept lazy)' if node in entry.lazy else ''}"
                  for k, node in zip(entry.arrays, program.inputs)]
     where = _origin(f)
@@ -76,7 +77,7 @@ def module_source(entry, f):
         "raise ValueError. Each block of the generated code is headed by the source line that built it.",
         '"""',
         "",
-        f"# Computes {comment(getattr(f, '__qualname__', public))}{f' from {comment(where)}' if where else ''}, "
+        f"# Computes {printable(getattr(f, '__qualname__', public))}{f' from {printable(where)}' if where else ''}, "
         "traced for:",
         *(signature or ["#     no array arguments"]),
         "",

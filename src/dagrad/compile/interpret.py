@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.errors import caller_line
+from .._core.errors import caller_line, printable
 from .._core.ir import Symbol
 
 
@@ -53,8 +53,8 @@ def node_error(node, err, where):
                        for a in node.inputs)
     # two lines of the user's: the one that built the failing node (a gradient's: its forward's line),
     # and the call that ran the code
-    message = f"{node.op.name} failed in {where}: {err} (inputs: {inputs}; node built at {node.where}) at " \
-              f"{caller_line()}"
+    message = printable(f"{node.op.name} failed in {where}: {err} (inputs: {inputs}; node built at {node.where}) "
+                        f"at {caller_line()}")
     try:
         return type(err)(message)
     except Exception:

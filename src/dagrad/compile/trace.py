@@ -82,9 +82,12 @@ class Compiled:
         else:
             arrays = [leaves[k] for k in entry.arrays]
         if entry.reads:  # what the traced function reads besides its arguments: parameters, optimiser state
+            # what the trace built in (an optimiser's options) is read first: a bad value raises before anything ran
+            changed = any(read() != value for read, value in entry.guards)
             extra = [read() for read in entry.reads]
-            if any(np.shape(v) != s or v.dtype != d for v, (s, d) in zip(extra, entry.read_types)):
-                # a parameter or state changed shape or dtype since the trace (module.to(float32)): trace again
+            if changed or any(np.shape(v) != s or v.dtype != d for v, (s, d) in zip(extra, entry.read_types)):
+                # a parameter or state changed shape or dtype since the trace (module.to(float32)), or an option
+                # changed: trace again
                 self._cache.discard(key)
                 entry = self._cache.put(key, self._trace(leaves, entry.in_def))
                 extra = [read() for read in entry.reads]
@@ -203,6 +206,7 @@ class Compiled:
         entry.in_def = treedef
         entry.static_leaves = {k: leaf for k, leaf in enumerate(leaves) if k not in arrays}
         entry.reads = [read for _, read in graph.reads.values()]
+        entry.guards = list(graph.guards.values())
         entry.read_types = [(tuple(node._shape), node._dtype) for node, _ in graph.reads.values()]
         entry.writes = [write for _, write in graph.writes]
         entry.computes = bool(lazy) and any(getattr(w, "func", None) is not _set_grad for w in entry.writes)

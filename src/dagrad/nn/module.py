@@ -10,7 +10,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .._core.errors import user_error
+from .._core.errors import printable, user_error
 from .._core.ir import graph_state, rollback
 from .._core.tensor import Tensor, _as_array, _check_differentiable_dtype, mark_written
 
@@ -427,7 +427,8 @@ class Module:
         return ""
 
     def __repr__(self):
-        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
+        # a child's name may be any string (add_module): shown escaped, so it cannot forge a line
+        lines = [f"({printable(name)}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
         extra = self.extra_repr()
         if not lines:
             return f"{type(self).__name__}({extra})"

@@ -6,6 +6,7 @@ import builtins
 
 import numpy as np
 
+from .._core.backends import has_unknown_size
 from .._core.dtypes import accumulated, first, index, of_ufunc
 from .._core.op import apply, defop, public
 from .._core import batching
@@ -113,7 +114,7 @@ def _count(x, axes, keepdims):
     does not know the sizes yet, a node that counts them when it runs."""
     shape = _shape(x)
     sizes = [shape[a] for a in (range(len(shape)) if axes is None else axes)]
-    if None not in sizes:
+    if None not in sizes and not has_unknown_size(sizes):  # (a Dask array's unknown sizes, after x[mask]: counted)
         return int(np.prod(sizes))
     return sum(ones_like(x, dtype=_dtype(x) if _dtype(x).kind == "f" else np.float64), axis=axes, keepdims=keepdims)
 

@@ -121,23 +121,33 @@ def squeeze(x, axis=None):
 
 
 # -- indexing
-def _index_value(part):
+def _holds_dask(x):
+    while isinstance(x, Tensor) and x._value is not x:  # (a static graph's node is its own value)
+        x = x._value
+    return is_dask(x)
+
+
+def _index_value(part, of):
     while isinstance(part, Tensor) and part._level and type(part) is not Batched:
         part = part._value  # a box of grad or jvp: an index has no derivative, its value is the index
     if isinstance(part, Tensor) and part._level:
         return part  # a transform's box (vmap's batched indices): dispatch finds it (Op.boxed_index)
     if isinstance(part, Tensor):
+        value = part._value
+        if type(value) is not np.ndarray and is_dask(value) and value.dtype == bool and _holds_dask(of):
+            return value  # a Dask mask of a Dask array stays lazy (x[x > 0]): numpy() would compute it
         return part.numpy()
     if isinstance(part, list):
         return np.asarray(part)
     return part
 
 
-def normalize_index(index):
-    """An index with Tensors and lists turned into arrays (indices are never differentiated)."""
+def normalize_index(index, of=None):
+    """An index with Tensors and lists turned into arrays (indices are never differentiated); a boolean mask
+    held in a Dask array is kept as it is when the array indexed, `of`, is a Dask array too."""
     if isinstance(index, tuple):
-        return tuple(_index_value(p) for p in index)
-    return _index_value(index)
+        return tuple(_index_value(p, of) for p in index)
+    return _index_value(index, of)
 
 
 def _is_basic(index):
@@ -270,7 +280,7 @@ def setitem(x, index, v):
     >>> setitem(np.zeros(3), 1, 5.0)
     array([0., 5., 0.])
     """
-    return apply(_setitem, (x, v), {"index": normalize_index(index)})
+    return apply(_setitem, (x, v), {"index": normalize_index(index, x)})
 
 
 # -- an index known only when the graph runs (a placeholder, a traced value): an input, not an attribute
@@ -386,7 +396,7 @@ def getitem(x, index):
     parts = index if isinstance(index, tuple) else (index,)
     if any(isinstance(p, Tensor) and is_symbolic(p) for p in parts):
         return _traced_index(x, index)
-    return apply(_getitem, (x,), {"index": normalize_index(index)})
+    return apply(_getitem, (x,), {"index": normalize_index(index, x)})
 
 
 @public(_index_add)

@@ -25,6 +25,12 @@ def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def _check_rates(optimizer, op):
+    """Every group's rate, checked before a scheduler changes anything (a user may have set any of them)."""
+    for i, group in enumerate(optimizer.param_groups):
+        _nonnegative(f"{op}: param_groups[{i}]", "lr", group.get("lr"))
+
+
 class LRScheduler:
     """Base class: sets each param group's "lr" on every `step()` (call it after `optimizer.step()`).
 
@@ -48,6 +54,9 @@ class LRScheduler:
             if last_epoch != -1 and "initial_lr" not in group:
                 raise user_error(KeyError, op, f"param 'initial_lr' is not specified in param_groups[{i}] when "
                                  "resuming a scheduler with last_epoch >= 0 (load the optimizer's state dict first)")
+            if "initial_lr" in group:
+                _nonnegative(f"{op}: param_groups[{i}]", "initial_lr", group["initial_lr"])
+        _check_rates(optimizer, op)
         # checked: from here on nothing raises
         self.optimizer = optimizer
         if last_epoch == -1:
@@ -69,7 +78,8 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self):
-        """Advances one epoch and sets each group's "lr"."""
+        """Advances one epoch and sets each group's "lr" (every group's rate checked first: all or none set)."""
+        _check_rates(self.optimizer, f"{type(self).__name__}.step")
         self._step_count += 1
         self.last_epoch += 1
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
@@ -266,6 +276,7 @@ class ReduceLROnPlateau(LRScheduler):
         except (TypeError, ValueError) as e:
             raise user_error(TypeError, "ReduceLROnPlateau.step", f"the metric must be a number or a one-element "
                              f"Tensor, got {type(metrics).__name__}: {e}") from None
+        _check_rates(self.optimizer, "ReduceLROnPlateau.step")
         self.last_epoch += 1
         if self._is_better(current):
             self.best, self.num_bad_epochs = current, 0

@@ -36,9 +36,9 @@ class _ParamGroup(dict):
     _lr_variable = None
 
     def __setitem__(self, key, value):
-        super().__setitem__(key, value)
         if key == "lr" and self._lr_variable is not None:
-            _set_lr(self._lr_variable, value)
+            _set_lr(self._lr_variable, _nonnegative("param_group['lr']", "lr", value))  # checked, then set
+        super().__setitem__(key, value)
 
     def update(self, *args, **kwargs):
         for key, value in dict(*args, **kwargs).items():
@@ -106,6 +106,7 @@ def _as_number(value):
 
 
 _LABELS = {"lr": "learning rate", "eps": "epsilon"}
+_MISSING = object()  # an option a group lacks, as a compiled step's guard sees it
 
 
 def _real(op, key, value):
@@ -242,6 +243,25 @@ class Optimizer:
     def _validate(self, group, op):
         """Checks what `_nonnegative`, `_numbers` and `_flags` do not (subclasses: betas, Nesterov, ...)."""
 
+    def _check_groups(self, op):
+        """Every group's options, checked before a step touches anything: a user or a scheduler may have set
+        any of them since the group was added (`param_groups[1]["lr"] = None`), and a step that updated
+        group 0 before group 1 failed would leave the training half a step on."""
+        for i, group in enumerate(self.param_groups):
+            where = f"{op}: param_groups[{i}]"
+            missing = [key for key in self.defaults if key not in group]
+            if missing:
+                raise user_error(ValueError, where, f"lacks option(s) {missing} (add groups with add_param_group, "
+                                 "which fills them in); nothing was updated")
+            self._check_options(group, where)
+
+    def _traced_options(self):
+        """What a step that dg.compile traced built into its code: each group's parameters and options but
+        the learning rate (read, and checked, at each call). Compared at each call: a change traces the step
+        again, and tracing checks the options (a bad value raises then, before anything ran)."""
+        return tuple((tuple(map(id, g["params"])), tuple(g.get(key, _MISSING) for key in self.defaults if key != "lr"))
+                     for g in self.param_groups)
+
     def _on_new_param(self, p, group):
         """Called once per parameter added (Adagrad creates its state here, as PyTorch does)."""
 
@@ -316,12 +336,14 @@ class Optimizer:
             raise user_error(TypeError, f"{type(self).__name__}.step", "the optimizer was given no parameters, "
                              "so it only trains static graphs: build the training step once with `train = "
                              "opt.minimize(loss)` and run it with `sess.run(train, feed_dict)`")
+        self._check_groups(f"{type(self).__name__}.step")
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
         graph = next((p._grad.graph for p in self._params() if isinstance(p._grad, Symbol)), None)
         if graph is not None and graph.tracing is not None:
+            graph.guard(("options", id(self)), self._traced_options)
             self._traced_step(graph)
             return loss
         # every gradient is checked before any parameter or state changes: all or nothing
@@ -412,7 +434,8 @@ class Optimizer:
                     graph.writes.append((new, functools.partial(_write_state, self.state, p, key)))
 
     def _read_lr(self, index):
-        return np.float64(self.param_groups[index]["lr"])
+        lr = self.param_groups[index].get("lr")
+        return np.float64(_nonnegative(f"{type(self).__name__}.step: param_groups[{index}]", "lr", lr))
 
     def _read_state(self, p, index, key):
         """A compiled step's state entry: the state in its static form (made at the first compiled step, or
@@ -472,6 +495,7 @@ class Optimizer:
             raise user_error(TypeError, op, f"the loss must be a node of the parameters' static graph, got "
                              f"{type(loss).__name__}")
         graph = loss.graph
+        self._check_groups(op)
         params = self._trained(loss, var_list, op)
         for p in params:
             if p.graph is not graph:
@@ -543,7 +567,8 @@ class Optimizer:
 
     def _lr_variable(self, group):
         if group._lr_variable is None:
-            index = self.param_groups.index(group)
+            # by identity: list.index compares groups with ==, and Variables' == builds a node
+            index = next(i for i, g in enumerate(self.param_groups) if g is group)
             group._lr_variable = Variable(float(group["lr"]), name=f"{type(self).__name__.lower()}/lr{index}",
                                           trainable=False)
         return group._lr_variable

@@ -43,9 +43,22 @@ __all__ = ["odeint"]
 _WHERE = "dagrad.scipy.integrate.odeint"
 
 
-def _rhs(y, s, func, shape, args):
-    """func on LSODA's flat float64 state (module-level, so that exported code can hold it)."""
-    return np.asarray(func(y.reshape(shape), s, *args), dtype=np.float64).reshape(-1)
+def _rhs(y, s, func, shape, args, bad):
+    """func on LSODA's flat float64 state (module-level, so that exported code can hold it); the first time
+    and state where it returned NaN or inf are noted in `bad`, which the error names if the integration fails."""
+    out = func(y.reshape(shape), s, *args)
+    # a Tensor a transform traces, a graph's node or one that requires grad (duck-typed: export copies this
+    # function, which may name only NumPy): np.asarray would refuse it, naming a line in SciPy, or drop its
+    # derivative. Say what to do instead, in a plain error: dispatch adds the op, the shapes and the user's line
+    if getattr(out, "_level", 0) or getattr(out, "_symbolic", False) or getattr(out, "_requires_grad", False):
+        raise TypeError("func returned a value that depends on a differentiated or traced value it closes over "
+                        "(a parameter of dg.grad, a tensor that requires grad, a graph's node), not only on y, t "
+                        "and args: odeint could not differentiate through it. Pass that value in args: "
+                        "odeint(func, y0, t, k) with func(y, t, k)")
+    out = np.asarray(out, dtype=np.float64).reshape(-1)
+    if not bad and not np.isfinite(out).all():
+        bad.append((s, y.reshape(shape).copy()))
+    return out
 
 
 def _forward(y0, t, *args, func, rtol, atol, mxstep, hmax):
@@ -55,12 +68,20 @@ def _forward(y0, t, *args, func, rtol, atol, mxstep, hmax):
                         "real states")
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     y0 = np.asarray(y0, dtype=np.float64)
+    if len(t) == 1:  # the solution at t[0] alone: y0 (as SciPy and JAX), nothing to integrate
+        return y0.reshape((1,) + y0.shape).astype(dtype)
+    bad = []
     with np.errstate(all="ignore"), warnings.catch_warnings():  # a failure is raised below, not warned of
         warnings.simplefilter("ignore", _si.ODEintWarning)
-        ys, info = _si.odeint(_rhs, y0.reshape(-1), t, args=(func, y0.shape, args), rtol=rtol, atol=atol,
+        ys, info = _si.odeint(_rhs, y0.reshape(-1), t, args=(func, y0.shape, args, bad), rtol=rtol, atol=atol,
                               mxstep=mxstep, hmax=hmax, full_output=True)
     if info["message"] != "Integration successful." or not np.isfinite(ys).all():
         # a plain error: dispatch adds the op, the inputs' shapes and the user's line
+        if bad:  # LSODA may call it "successful": the func is what failed
+            s, y = bad[0]
+            raise FloatingPointError(f"the integration failed: func returned NaN or inf at t={float(s)!r} "
+                                     f"(y={np.array2string(y, threshold=8)}): the solution diverges there, or "
+                                     "func is not defined at that y and t")
         raise FloatingPointError(f"the integration failed ({info['message'].strip()}): the solution diverges or "
                                  "the step became too small (a stiff or blowing-up func?)")
     return ys.reshape((len(t),) + y0.shape).astype(dtype, copy=False)
