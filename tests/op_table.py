@@ -102,6 +102,12 @@ case("power", lambda x: x**3, lambda x: x**3, (3,), name="x ** 3", torch_ref=lam
 case("power", lambda x: x**0.5, lambda x: x**0.5, (3,), low=0.5, name="x ** 0.5", torch_ref=lambda x: x**0.5)
 case("power", lambda x: 2.0**x, lambda x: 2.0**x, (3,), name="2 ** x", torch_ref=lambda x: 2.0**x)
 case("power", lambda x: x**0, lambda x: x**0, (3,), name="x ** 0", torch_ref=lambda x: x**0)
+case("cbrt", lambda x: dnp.cbrt(x), np.cbrt, (3,), low=0.5)
+case("cbrt", lambda x: dnp.cbrt(x), np.cbrt, (2, 3), low=-2.0, high=-0.5, name="cbrt of negatives")
+# float64 whatever the input (NumPy's rule): cast back, so that the row keeps float32 float32
+case("float_power", lambda x: dg.astype(dnp.float_power(x, 1.7), x.dtype),
+     lambda x: np.float_power(x, 1.7).astype(x.dtype), (3,), low=0.5,
+     torch_ref=lambda x: (x.double() ** 1.7).to(x.dtype))
 
 # -- unary elementwise
 UNARY = {
