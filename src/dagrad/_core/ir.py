@@ -121,8 +121,9 @@ class Graph:
             # the shape the code sees: a box's own (one example's under vmap), a node's (None: unknown rank)
             shape = inner._shape if isinstance(inner, Symbol) and (inner is value or inner._shape is None) else \
                 tuple(value.shape) if isinstance(value, Tensor) else np.shape(inner)
+            # a Python number's placeholder stays weakly typed in the body, as the number is in eager code
             node = new_symbol(self, "placeholder", shape, value.dtype, requires_grad=value.dtype.kind in "fc",
-                              name="captured")
+                              name="captured", cls=WeakScalar if type(value) is WeakScalar else None)
             entry = self.captured[id(value)] = (value, node)
         return entry[1]
 
@@ -359,6 +360,39 @@ def _refuse(what):
     return method
 
 
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def _weakly(name):
+    """Python's operator `name` on a weakly typed value: with Python numbers or weak values only, its result
+    is weak too, as eagerly the result is a Python number (`w * 2.0` with a float `w`)."""
+
+    def method(self, *others):
+        out = getattr(Symbol, name)(self, *others)  # Tensor's operator (bound by _methods.py)
+        if type(out) is Symbol and all(type(o) in _PYTHON_NUMBERS or type(o) is WeakScalar for o in others):
+            out.__class__ = WeakScalar  # the same slots: only the dtype rules' reading changes
+        return out
+
+    method.__name__ = name
+    return method
+
+
+class WeakScalar(Symbol):
+    """A Python float or complex argument of dg.compile (its placeholder), or Python's arithmetic on such
+    values only (`w * 2.0`): its dtype (float64, complex128) is typed weakly by the dtype rules, as NumPy 2
+    types a Python number (float32 data times it stays float32). The compiled code gets the number itself
+    and computes the arithmetic with Python's operators (compile/codegen.py), so every value and dtype is
+    the one eager code gives. dagrad's functions of it (`dg.sin(w)`) are NumPy values, typed strongly, as
+    eagerly."""
+
+    __slots__ = ()
+    __add__, __radd__, __sub__, __rsub__ = (_weakly(n) for n in ("__add__", "__radd__", "__sub__", "__rsub__"))
+    __mul__, __rmul__, __truediv__, __rtruediv__ = (_weakly(n) for n in ("__mul__", "__rmul__", "__truediv__",
+                                                                          "__rtruediv__"))
+    __pow__, __rpow__, __neg__, __pos__, __abs__ = (_weakly(n) for n in ("__pow__", "__rpow__", "__neg__",
+                                                                          "__pos__", "__abs__"))
+
+
 # what needs a value refuses a Symbol (its _value is itself: Tensor._raw would never end)
 for _name, _what in (("numpy", "numpy()"), ("_raw", "the values"), ("item", "item()"), ("__array__", "np.asarray()"),
                      ("__float__", "float()"), ("__int__", "int()"), ("__index__", "use as an index")):
@@ -531,7 +565,7 @@ def _rule_input(a):
     """What a dtype rule gets for an input: a dtype, the type of a Python number (NumPy 2 types
     those weakly: float32 + 2.0 is float32), or None for an absent optional input."""
     if isinstance(a, Symbol):
-        return a._dtype
+        return (complex if a._dtype.kind == "c" else float) if type(a) is WeakScalar else a._dtype
     if a is None or type(a) in (int, float, complex):
         return a if a is None else type(a)
     return np.result_type(a)

@@ -9,7 +9,7 @@ import numpy as np
 from .._core.autodiff import reverse_sweep
 from .._core.backends import as_dtype, compute_together, has_unknown_size, is_dask, unknown_size_error
 from .._core.errors import caller_line, user_error
-from .._core.ir import Graph, Symbol, new_symbol
+from .._core.ir import Graph, Symbol, WeakScalar, new_symbol
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tensor import Tensor, _grad_mode, _leaf, note_grad_change, trace_grads
 from ..ops.elementwise import full_like
@@ -23,16 +23,20 @@ from .signature import leaf_names, leaf_paths
 
 CACHE_SIZE = 64  # signatures kept per compiled function; the least recently used is dropped beyond this
 ARRAY_KINDS = "biufc"  # dtype kinds an array argument may have: bool, integers, floats, complex
+NUMBERS = {float: np.dtype(np.float64), complex: np.dtype(np.complex128)}  # Python numbers traced (weakly typed)
 
 
 def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.compile and jax.jit)
     """`f` (arrays -> arrays, or a transform of such a function) compiled to NumPy code.
 
     The first call with a new input signature (pytree structure, shapes and dtypes of the
-    array arguments, values of the Python scalars) traces `f` into a graph, optimises it
-    and generates a Python function over NumPy; later calls with that signature run that
-    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`. A Dask array argument
-    gets a program of its own, which keeps it lazy (no buffer reuse; docs/backends.md).
+    array arguments, which arguments are Python floats, values of the other Python scalars)
+    traces `f` into a graph, optimises it and generates a Python function over NumPy; later
+    calls with that signature run that function. A Python float is traced as a 0-d value,
+    weakly typed as NumPy types it (a new value does not trace again; gradients reach it);
+    Python ints and bools are constants of the code. Use as `dg.compile(f)` or as a decorator,
+    `@dg.compile`. A Dask array argument gets a program of its own, which keeps it lazy (no
+    buffer reuse; docs/backends.md).
 
     >>> import dagrad as dg, numpy as np
     >>> @dg.compile
@@ -168,6 +172,10 @@ class Compiled:
         try:
             with graph:
                 for k in arrays:
+                    if type(leaves[k]) in NUMBERS:  # weakly typed, as NumPy 2 types the number itself
+                        traced[k] = new_symbol(graph, "placeholder", (), NUMBERS[type(leaves[k])],
+                                               requires_grad=True, name=names[k], cls=WeakScalar)
+                        continue
                     value = leaves[k]._raw() if isinstance(leaves[k], Tensor) else leaves[k]
                     value = value if is_dask(value) else np.asarray(value)  # a Dask array's facts, not computed
                     traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
@@ -279,12 +287,15 @@ class _Entry:
 
 
 def _is_array(leaf):
-    return isinstance(leaf, (np.ndarray, np.generic, Tensor)) or is_dask(leaf)
+    """Whether an argument is traced (a placeholder of the code): arrays, NumPy scalars, Tensors, and Python
+    floats and complex numbers (JAX traces these too; SPEC: a float argument is differentiable)."""
+    return isinstance(leaf, (np.ndarray, np.generic, Tensor)) or type(leaf) in NUMBERS or is_dask(leaf)
 
 
 def _key(tree, leaves):
     """The signature of a call (hashable), appending its leaves to `leaves` in the order of
-    `tree_flatten`: containers by type and keys, arrays by shape and dtype, other leaves by value."""
+    `tree_flatten`: containers by type and keys, arrays by shape and dtype, Python floats and complex
+    numbers by their type (traced), other leaves by value."""
     kind = type(tree)
     if kind is np.ndarray:
         leaves.append(tree)
@@ -294,6 +305,8 @@ def _key(tree, leaves):
     if isinstance(tree, dict):
         return (dict, tuple([(k, _key(v, leaves)) for k, v in tree.items()]))
     leaves.append(tree)
+    if kind is float or kind is complex:
+        return ("number", kind)
     if isinstance(tree, Tensor):
         value = tree._value
         if type(value) is not np.ndarray and is_dask(value):
@@ -308,8 +321,8 @@ def _key(tree, leaves):
             return _lazy_key(tree, "array")
         raise user_error(TypeError, "dg.compile", f"an argument of type {kind.__name__} is neither an array nor a "
                          "hashable constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them)") from None
-    # floats by repr: -0.0 and 0.0 are different constants, and nan equals itself
-    return ("static", kind, repr(tree) if kind is float else tree)
+    # floats (a subclass of float) by repr: -0.0 and 0.0 are different constants, and nan equals itself
+    return ("static", kind, repr(tree) if isinstance(tree, float) else tree)
 
 
 def _lazy_key(value, kind):
@@ -323,7 +336,7 @@ def _lazy_key(value, kind):
 def _check_arrays(f, treedef, leaves):
     """Array arguments must be numbers or booleans: strings and objects have no arithmetic."""
     for k, leaf in enumerate(leaves):
-        if _is_array(leaf):
+        if _is_array(leaf) and type(leaf) not in NUMBERS:
             dtype = (leaf._value if isinstance(leaf, Tensor) else leaf).dtype
             if dtype.kind not in ARRAY_KINDS:
                 path = leaf_paths(f, treedef)[k]
