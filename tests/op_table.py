@@ -317,7 +317,7 @@ case("gather", lambda x: dnp.take(x, np.array([2, 0, 2, -1]), axis=1), lambda x:
      (3, 4), torch_ref=lambda x: _torch_take(x, [2, 0, 2, -1], 1))
 case("gather", lambda x: dnp.take(x, np.array([[1], [0]]), axis=0), lambda x: np.take(x, [[1], [0]], axis=0), (2, 3),
      name="gather 2-d indices")
-case("scatter_add", lambda v: scatter_add(v, np.array([0, 2, 0]), 0, (3, 2)),
+case("scatter_add", lambda v: scatter_add(v, (np.array([0, 2, 0]),), (None,), (0,), (3, 2)),
      lambda v: np.array([v[0] + v[2], np.zeros(2), v[1]]), (3, 2))
 _ALONG = np.array([[1, 0, 1], [2, 2, 0]])
 case("take_along_axis", lambda x: dnp.take_along_axis(x, _ALONG, 1), lambda x: np.take_along_axis(x, _ALONG, 1),
