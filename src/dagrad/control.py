@@ -303,9 +303,10 @@ class _Layout:
         return concatenate(parts, axis=1) if parts else np.zeros((size, 0), self.dtype)
 
     def unpack(self, packed):
-        """The outputs again, projected out of the packed value with dagrad's ops."""
+        """The outputs again, projected out of the packed value with dagrad's ops. A 0-d output is indexed
+        with (): a NumPy scalar, as the ufuncs of an eager loop give it."""
         if self.single:
-            return [packed]
+            return [getitem(packed, ()) if self.shape == () else packed]
         parts, offset = [], 0
         for (shape, dtype), size, bit in zip(self.avals, self.sizes, self.bitcast):
             part = getitem(packed, slice(offset, offset + size))
@@ -314,7 +315,7 @@ class _Layout:
                 part = apply(BITCAST, (part,), {"dtype": dtype})
             elif dtype != self.dtype:
                 part = astype(part, dtype)
-            parts.append(reshape(part, shape))
+            parts.append(getitem(reshape(part, shape), ()) if shape == () else reshape(part, shape))
         return parts
 
 
