@@ -115,3 +115,14 @@ def test_every_index_mapped_by_vmap_matches_a_loop_eagerly_and_compiled(name):
             np.testing.assert_array_equal(np.asarray(got), looped, err_msg=str(in_axes))
             got = transform(dg.vmap(dg.grad(loss), in_axes=in_axes))(*args)
             np.testing.assert_array_equal(np.asarray(got), looped_grad, err_msg=str(in_axes))
+
+
+def test_take_of_the_flattened_array_at_traced_indices():
+    # axis=None read the traced indices' values (np.asarray of a placeholder) instead of taking them as an input
+    i = np.array([[0, -1], [11, -12]])
+    take = lambda e, i: dg.numpy.take(e, i)  # noqa: E731
+    np.testing.assert_array_equal(dg.compile(take)(E, i), np.take(E, i))
+    np.testing.assert_array_equal(dg.compile(dg.vmap(take, in_axes=(0, None)))(np.stack([E, -E]), i),
+                                  np.stack([np.take(E, i), np.take(-E, i)]))
+    with pytest.raises(IndexError, match="gather failed in compiled code: index 12 is out of bounds"):
+        dg.compile(take)(E, np.array([12]))

@@ -780,7 +780,7 @@ def take(x, indices, axis=None):
            [1., 2.]])
     """
     if axis is None:
-        return getitem(ravel(x), normalize_index(indices))
+        x, axis = ravel(x), 0
     axis = normalize_axis_index(axis, _ndim(x), "take", x)
     # a Tensor stays one (a graph's value, vmap's mapped indices): the node takes it as an input
     indices = indices if isinstance(indices, Tensor) and (indices._level or is_symbolic(indices)) else \
