@@ -192,3 +192,25 @@ def test_an_exported_module_takes_the_python_float_as_it_is(tmp_path):
         _same(module.f(x32, w), f(x32, w))
     with pytest.raises(ValueError, match="w: expected a Python float"):
         module.f(x32, np.float64(0.7))
+
+
+def test_static_argnums_and_argnames_make_a_float_a_constant_of_the_code():
+    # code that checks a hyperparameter in Python (F.dropout's `0 <= p <= 1`) needs its value: as in jax.jit
+    F = dg.nn.functional
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    with pytest.raises(ValueError, match="negative_slope|p must be"):
+        dg.compile(lambda x, p: F.dropout(x, p, training=False))(x, 0.5)
+    by_position = dg.compile(lambda x, slope: F.leaky_relu(x, slope), static_argnums=1)
+    by_name = dg.compile(lambda x, *, slope: F.leaky_relu(x, slope), static_argnames="slope")
+    by_parameter_name = dg.compile(lambda x, slope: F.leaky_relu(x, slope), static_argnames=("slope",))
+    for slope in (0.1, 0.2, 0.1, -0.0):
+        want = F.leaky_relu(x, slope)
+        _same(by_position(x, slope), want)
+        _same(by_name(x, slope=slope), want)
+        _same(by_parameter_name(x, slope), want)
+        _same(by_parameter_name(x, slope=slope), want)
+    assert len(by_position._cache.keys()) == 3  # one trace per value: 0.1, 0.2, -0.0
+    with pytest.raises(TypeError, match="a static argument must be a hashable constant, got a ndarray"):
+        dg.compile(lambda x, y: x * y, static_argnums=1)(x, x)
+    with pytest.raises(TypeError, match=r"float\(\) of a value traced.*'w' is a Python float.*static_argnames"):
+        dg.compile(lambda x, w: x * float(w))(x, 0.5)

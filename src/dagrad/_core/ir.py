@@ -298,6 +298,9 @@ class Symbol(Tensor):
                   "functions on them", static="its value exists only inside Session.run; fetch it with sess.run(t)"):
         """The TypeError for `what` needing a value; it names the dg.compile call tracing it, if any."""
         if self.graph.tracing:
+            if type(self) is WeakScalar and self.op is None:  # a Python float argument: it may be made a constant
+                traced += (f"; {self.name!r} is a Python float argument, traced as a 0-d value: to use its value in "
+                           f"Python, make it a constant of the code with dg.compile(f, static_argnames=...)")
             return TypeError(f"{what} of a value traced by dg.compile({self.graph.tracing}), tracing it for the call "
                              f"at {self.graph.traced_for}: {traced} (at {user_line()})")
         return TypeError(f"{what} of {self._label()}: {static} (at {user_line()})")
