@@ -148,6 +148,8 @@ def test_a_python_float_keeps_float32_data_float32_as_eagerly():
         "vmap over x": lambda w, x: dg.vmap(lambda r: r * w)(x.reshape(5, 1)),
         "jacfwd": dg.jacfwd(lambda w, x: x * w),
         "complex": lambda w, x: x * (w * 1j),
+        "in a loop's body": lambda w, x: dg.fori_loop(0, 3, lambda i, c: c * (w * 2.1) + w, x),
+        "in cond's branches": lambda w, x: dg.cond(w > 1.0, lambda a: a * (w - 0.5), lambda a: a / -w, x),
     }
     for name, f in cases.items():
         fast, reference = dg.compile(f), dg.compile(f, optimize=False)
