@@ -102,6 +102,12 @@ case("power", lambda x: x**3, lambda x: x**3, (3,), name="x ** 3", torch_ref=lam
 case("power", lambda x: x**0.5, lambda x: x**0.5, (3,), low=0.5, name="x ** 0.5", torch_ref=lambda x: x**0.5)
 case("power", lambda x: 2.0**x, lambda x: 2.0**x, (3,), name="2 ** x", torch_ref=lambda x: 2.0**x)
 case("power", lambda x: x**0, lambda x: x**0, (3,), name="x ** 0", torch_ref=lambda x: x**0)
+case("cbrt", lambda x: dnp.cbrt(x), np.cbrt, (3,), low=0.5)
+case("cbrt", lambda x: dnp.cbrt(x), np.cbrt, (2, 3), low=-2.0, high=-0.5, name="cbrt of negatives")
+# float64 whatever the input (NumPy's rule): cast back, so that the row keeps float32 float32
+case("float_power", lambda x: dg.astype(dnp.float_power(x, 1.7), x.dtype),
+     lambda x: np.float_power(x, 1.7).astype(x.dtype), (3,), low=0.5,
+     torch_ref=lambda x: (x.double() ** 1.7).to(x.dtype))
 
 # -- unary elementwise
 UNARY = {
@@ -311,7 +317,7 @@ case("gather", lambda x: dnp.take(x, np.array([2, 0, 2, -1]), axis=1), lambda x:
      (3, 4), torch_ref=lambda x: _torch_take(x, [2, 0, 2, -1], 1))
 case("gather", lambda x: dnp.take(x, np.array([[1], [0]]), axis=0), lambda x: np.take(x, [[1], [0]], axis=0), (2, 3),
      name="gather 2-d indices")
-case("scatter_add", lambda v: scatter_add(v, np.array([0, 2, 0]), 0, (3, 2)),
+case("scatter_add", lambda v: scatter_add(v, (np.array([0, 2, 0]),), (None,), (0,), (3, 2)),
      lambda v: np.array([v[0] + v[2], np.zeros(2), v[1]]), (3, 2))
 _ALONG = np.array([[1, 0, 1], [2, 2, 0]])
 case("take_along_axis", lambda x: dnp.take_along_axis(x, _ALONG, 1), lambda x: np.take_along_axis(x, _ALONG, 1),

@@ -606,7 +606,7 @@ def test_traced_once_per_signature():
     assert len(calls) == 5
 
 
-def test_python_scalars_are_static():
+def test_python_floats_are_traced_and_ints_and_bools_static():
     calls = []
 
     def f(x, k):
@@ -615,11 +615,14 @@ def test_python_scalars_are_static():
 
     fast = dg.compile(f)
     x = np.array([1.0, -2.0, 0.0])
-    for k, traces in [(2.0, 1), (2.0, 1), (3.0, 2), (2, 3), (True, 4), (-0.0, 5), (0.0, 6), (2.0, 6), (-0.0, 6)]:
-        got = fast(x, k)
+    x32 = x.astype(np.float32)
+    # a float is a placeholder (one trace for every value); an int or a bool is a constant (a trace per value)
+    for xs, k, traces in [(x, 2.0, 1), (x, 3.0, 1), (x, -0.0, 1), (x, float("nan"), 1), (x, 2, 2), (x, True, 3),
+                          (x, 3, 4), (x, 2, 4), (x, 1j, 5), (x, 2 + 0j, 5), (x32, 0.1, 6), (x32, 3, 7)]:
+        got = fast(xs, k)
         assert len(calls) == traces, (k, calls)
-        identical(got, x * k)
-    assert "3.0" in fast.source(x, 3.0) and "-0.0" in fast.source(x, -0.0)
+        identical(got, xs * k)  # the same values and dtype: float32 times a Python float stays float32
+    assert "3.0" not in fast.source(x, 3.0) and "3" in fast.source(x, 3)
     with pytest.raises(TypeError, match="hashable"):
         fast(x, {1, 2})  # not an array, not a hashable constant
 
@@ -641,8 +644,8 @@ def test_pytrees_in_and_out():
     assert isinstance(got[0]["out"], list) and isinstance(got[0]["out"][1], tuple)
     assert list(got[0]) == ["loss", "out"]
     identical_trees(fast(params, batch, scale=2.0), f(params, batch, scale=2.0))
-    # the placeholders are named after the arguments
-    assert fast.source(params, batch).startswith("def f(params_w, params_b, batch_0, batch_1_0):")
+    # the placeholders are named after the arguments (lr, a Python float, is one too)
+    assert fast.source(params, batch).startswith("def f(params_w, params_b, batch_0, batch_1_0, batch_1_1):")
 
 
 def test_tensors_in_tensors_out_arrays_in_arrays_out():

@@ -325,7 +325,7 @@ from op_table import CASES  # noqa: E402
 
 # ops defined on real numbers only: NumPy or SciPy has no complex loop, or the rules are derived for reals
 REAL_ONLY = {"relu", "sigmoid", "softplus", "floor", "ceil", "mod", "arctan2", "hypot", "logaddexp",
-             "logaddexp2", "odeint", "rfftn"}
+             "logaddexp2", "odeint", "rfftn", "cbrt"}
 # rows whose real construction does not carry over: a Hermitian input built as x @ x.T (x @ x^H is), or a
 # function of singular vectors that is not phase-invariant (U U^T; U U^H is)
 REAL_CONSTRUCTION = ("cholesky", "cho_factor", "svd U U^T")

@@ -152,8 +152,14 @@ def test_plain_keyword_arguments_stay_keyword_parameters(tmp_path):
     assert "def f(x, *, input, scale):" in source
     module = _load(tmp_path / "exported.py")
     _same(module.f(X, input=np.ones(3), scale=2.0), X * 2.0)
+    _same(module.f(X, input=np.ones(3), scale=3.0), X * 3.0)  # a Python float is traced
+    with pytest.raises(ValueError, match="scale: expected a Python float"):
+        module.f(X, input=np.ones(3), scale=3)
+    # a static one is checked against the value traced
+    static = dg.compile(f, static_argnames="scale")
+    static.export(tmp_path / "static.py", X, input=np.ones(3), scale=2.0)
     with pytest.raises(ValueError, match="scale must be 2.0"):
-        module.f(X, input=np.ones(3), scale=3.0)
+        _load(tmp_path / "static.py").f(X, input=np.ones(3), scale=3.0)
 
 
 # ---------------------------------------------------------------- names of functions, ops and files

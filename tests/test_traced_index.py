@@ -57,7 +57,72 @@ def test_traced_index_limits_are_clear_errors():
     with pytest.raises(IndexError, match=r"getitem: an index known only when the graph runs must be integers.*"
                                          r"test_traced_index\.py"):
         dg.compile(lambda e, m: e[m])(E, np.array([True, False, True, False]))
-    with pytest.raises(IndexError, match=r"one integer array after full slices.*test_traced_index\.py"):
-        dg.compile(lambda e, i: e[i, i])(E, np.array([0, 1]))
+    with pytest.raises(IndexError, match=r"bool \(True\).*test_traced_index\.py"):
+        dg.compile(lambda e, i: e[i, True])(E, np.array([0, 1]))
+    with pytest.raises(IndexError, match=r"must be integers.*float64.*test_traced_index\.py"):
+        dg.compile(lambda e, i: e[i])(E, np.array([0.0, 1.0]))
     with pytest.raises(IndexError, match="too many indices"):
         dg.compile(lambda e, i: e[:, :, i])(E, np.array([0]))
+
+
+X3 = np.arange(60.0).reshape(3, 4, 5)
+# every kind of index NumPy takes, with traced integer arrays among slices, integers, None and Ellipsis;
+# negative entries count from the end (two arrays apart: NumPy puts their axes first)
+INDEXES = {
+    "x[i]": lambda x, i, j: x[i],
+    "x[:, j]": lambda x, i, j: x[:, j],
+    "x[i, j]": lambda x, i, j: x[i, j],
+    "x[i, i]": lambda x, i, j: x[i, i],
+    "x[1:, j]": lambda x, i, j: x[1:, j],
+    "x[..., j]": lambda x, i, j: x[..., j],
+    "x[:, None, j, 1:3]": lambda x, i, j: x[:, None, j, 1:3],
+    "x[i, :, j] (apart)": lambda x, i, j: x[i, :, j],
+    "x[-1, j]": lambda x, i, j: x[-1, j],
+    "x[i, 2, ::-1]": lambda x, i, j: x[i, 2, ::-1],
+    "x[[0, -1, 1, 0], j]": lambda x, i, j: x[[0, -1, 1, 0], j],
+    "x[i[:, None], j]": lambda x, i, j: x[i[:, None], j],
+}
+
+
+@pytest.mark.parametrize("name", INDEXES)
+def test_every_traced_index_matches_numpy_values_and_gradients(name):
+    f = INDEXES[name]
+    i, j = np.array([0, -1, 2, 1]), np.array([-1, 3, 0, -4])
+    want = f(X3, i, j)
+    np.testing.assert_array_equal(dg.compile(f)(X3, i, j), want)
+    loss = lambda x, i, j: (f(x, i, j) ** 2).sum()  # noqa: E731
+    np.testing.assert_array_equal(dg.compile(dg.grad(loss))(X3, i, j), dg.grad(loss)(X3, i, j))
+    with pytest.raises(IndexError, match=r"gather failed in compiled code: index (3|5) is out of bounds"):
+        dg.compile(f)(X3, np.array([0, 0, 3, 0]), np.array([5, 0, 0, 0]))
+
+
+@pytest.mark.parametrize("name", INDEXES)
+def test_every_index_mapped_by_vmap_matches_a_loop_eagerly_and_compiled(name):
+    f = INDEXES[name]
+    rng = np.random.default_rng(3)
+    xs = rng.normal(size=(2, 3, 4, 5))
+    i, j = np.array([[0, -1, 2, 1], [-3, 1, 1, 0]]), np.array([[-1, 3, 0, -4], [2, -2, 3, 0]])
+    loss = lambda x, i, j: (f(x, i, j) ** 2).sum()  # noqa: E731
+    for in_axes in [(0, 0, 0), (None, 0, 0), (0, None, 0), (0, 0, None)]:
+        # an unmapped x is a Tensor: a NumPy array's own x[i] cannot take vmap's mapped i
+        args = [v if a == 0 else v[0] for a, v in zip(in_axes, (xs, i, j))]
+        args[0] = dg.tensor(args[0]) if in_axes[0] is None else args[0]
+        examples = [[v if a is None else v[k] for a, v in zip(in_axes, args)] for k in range(2)]
+        looped = np.stack([np.asarray(f(*e)) for e in examples])
+        looped_grad = np.stack([np.asarray(dg.grad(loss)(*e)) for e in examples])
+        for transform in (lambda g: g, dg.compile):
+            got = transform(dg.vmap(f, in_axes=in_axes))(*args)
+            np.testing.assert_array_equal(np.asarray(got), looped, err_msg=str(in_axes))
+            got = transform(dg.vmap(dg.grad(loss), in_axes=in_axes))(*args)
+            np.testing.assert_array_equal(np.asarray(got), looped_grad, err_msg=str(in_axes))
+
+
+def test_take_of_the_flattened_array_at_traced_indices():
+    # axis=None read the traced indices' values (np.asarray of a placeholder) instead of taking them as an input
+    i = np.array([[0, -1], [11, -12]])
+    take = lambda e, i: dg.numpy.take(e, i)  # noqa: E731
+    np.testing.assert_array_equal(dg.compile(take)(E, i), np.take(E, i))
+    np.testing.assert_array_equal(dg.compile(dg.vmap(take, in_axes=(0, None)))(np.stack([E, -E]), i),
+                                  np.stack([np.take(E, i), np.take(-E, i)]))
+    with pytest.raises(IndexError, match="gather failed in compiled code: index 12 is out of bounds"):
+        dg.compile(take)(E, np.array([12]))

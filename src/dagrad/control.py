@@ -65,7 +65,7 @@ class Body:
         for node in self.nodes:
             inputs = None if node.op is None else tuple(env[a] if isinstance(a, Symbol) else a for a in node.inputs)
             twin = new_symbol(graph, node.kind, node._shape, node._dtype, node.op, inputs, node.attrs,
-                              node._requires_grad, name=node.name if node.op is None else None)
+                              node._requires_grad, name=node.name if node.op is None else None, cls=type(node))
             twin._data, twin.where, twin.grad_of, twin._seq = node._data, node.where, node.grad_of, node._seq
             env[node] = twin
         copy = object.__new__(Body)
@@ -303,9 +303,10 @@ class _Layout:
         return concatenate(parts, axis=1) if parts else np.zeros((size, 0), self.dtype)
 
     def unpack(self, packed):
-        """The outputs again, projected out of the packed value with dagrad's ops."""
+        """The outputs again, projected out of the packed value with dagrad's ops. A 0-d output is indexed
+        with (): a NumPy scalar, as the ufuncs of an eager loop give it."""
         if self.single:
-            return [packed]
+            return [getitem(packed, ()) if self.shape == () else packed]
         parts, offset = [], 0
         for (shape, dtype), size, bit in zip(self.avals, self.sizes, self.bitcast):
             part = getitem(packed, slice(offset, offset + size))
@@ -314,7 +315,7 @@ class _Layout:
                 part = apply(BITCAST, (part,), {"dtype": dtype})
             elif dtype != self.dtype:
                 part = astype(part, dtype)
-            parts.append(reshape(part, shape))
+            parts.append(getitem(reshape(part, shape), ()) if shape == () else reshape(part, shape))
         return parts
 
 
@@ -343,9 +344,11 @@ def _floats(values):
     return [dtype_of(v).kind in "fc" for v in values]
 
 
-def _needed(values):
-    """Which inputs of a node get a cotangent: floats that are nodes or boxes (not constant arrays)."""
-    return [isinstance(v, Tensor) and f for v, f in zip(values, _floats(values))]
+def _needed(values, traced):
+    """Which inputs of a node get a cotangent: floats that were nodes or boxes when the node was built
+    (`traced`), not constant arrays. Not read off the values the rule gets: a box over an array (dg.grad of
+    a constant, inside dg.compile or a graph) reaches the rule as that array, and needs its cotangent."""
+    return [t and f for f, t in zip(_floats(values), traced)]
 
 
 def _vjp_of(fn, values, cotangents, mask=None):
@@ -470,8 +473,10 @@ def _scan(f, init, xs, length, reverse, where, index):
     body = Body(graph, [p for p in params if p is not None], outputs + carry_params[:saved], f)
     y_avals = [((n, *tuple(s)), d) for s, d in body.avals[n_c:]]
     body.layout = _Layout(carry_avals + y_avals)
-    attrs = {"body": body, "length": n, "reverse": reverse, "index": index, "carries": n_c, "saved": saved}
-    out = apply(SCAN, (*init_leaves, *[x for x in xs_leaves if x is not None], *body.captures), attrs)
+    operands = (*init_leaves, *[x for x in xs_leaves if x is not None], *body.captures)
+    attrs = {"body": body, "length": n, "reverse": reverse, "index": index, "carries": n_c, "saved": saved,
+             "traced": tuple(isinstance(v, Tensor) for v in operands)}
+    out = apply(SCAN, operands, attrs)
     parts = body.layout.unpack(out)[:len(outputs)]
     ys = [None] * len(y_leaves)
     for k, part in zip(present, parts[n_c:]):
@@ -545,7 +550,10 @@ def _scan_vjp(g, out, *inputs, **attrs):
     else:  # found by running the forward again
         _, carries = _scan_node(lambda i, c, x: (body(*pre(i), *c, *x, *consts)[:n_c], c), init, xs, n, reverse,
                                 offset, "scan")
-    float_c, float_x, float_k = _needed(init), _needed(xs), _needed(consts)
+    traced = attrs["traced"]
+    float_c = _needed(init, traced[:n_c])
+    float_x = _needed(xs, traced[n_c:n_c + len(xs)])
+    float_k = _needed(consts, traced[n_c + len(xs):])
 
     def backward_step(i, state, inp):
         # one step back: the body's vjp at the step's carry and x; the captured values' cotangents add up

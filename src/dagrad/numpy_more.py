@@ -34,13 +34,13 @@ from .ops.elementwise import (
     mod,
     not_equal,
     ones_like,
-    power,
     real,
-    sign,
     sin,
     sqrt,
     stop_gradient,
 )
+from .ops.elementwise import cbrt as _cbrt
+from .ops.elementwise import float_power as _float_power
 from .ops.elementwise import round as round_
 from .ops.elementwise import where as _where
 from .ops.linalg import diag, diagonal, matmul
@@ -730,12 +730,14 @@ def float_power(x1, x2):
     if not _traced(x1, x2):
         return _numpy("float_power", x1, x2)
     dtype = _elementwise_probe("float_power", x1, x2)
-    return power(_as(x1, dtype) if isinstance(x1, Tensor) else np.asarray(x1, dtype),
-                 _as(x2, dtype) if isinstance(x2, Tensor) else np.asarray(x2, dtype))
+    # cast first, so that the derivatives are computed in float64 (complex128) as the value is; a Python
+    # number stays one (np.float_power casts it), so it meets a CuPy array without a host array
+    return _float_power(*(_as(x, dtype) if isinstance(x, Tensor) else x if isinstance(x, (int, float, complex))
+                          else np.asarray(x, dtype) for x in (x1, x2)))
 
 
 def cbrt(x):
-    """`np.cbrt`: the real cube root, sign(x) * |x| ** (1/3) (its derivative is infinite at 0: NaN there).
+    """`np.cbrt`: the real cube root, NumPy's own (its derivative 1 / (3 cbrt(x)**2) is infinite at 0).
 
     >>> float(cbrt(np.float64(-8.0)))
     -2.0
@@ -743,8 +745,7 @@ def cbrt(x):
     if not _traced(x):
         return _numpy("cbrt", x)
     dtype = _elementwise_probe("cbrt", x)
-    x = _as(x, dtype)
-    return sign(x) * abs_(x) ** (1 / 3)
+    return _cbrt(_as(x, dtype))
 
 
 # -- reductions and statistics

@@ -12,7 +12,7 @@ import numpy as np
 from ._core.autodiff import check_numeric, reverse_sweep
 from ._core.backends import as_dtype, has_unknown_size, is_dask, is_foreign, ones, unknown_size_error, zeros
 from ._core.errors import user_error
-from ._core.ir import Symbol
+from ._core.ir import Symbol, WeakScalar
 from ._core.op import batch_broadcast, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
@@ -26,7 +26,10 @@ from .ops.shape import moveaxis, reshape
 _next_level = itertools.count(1).__next__  # each transform boxes its inputs at a level of its own
 
 def _differentiable_input(x, where):
-    """The value to box for a transform input: Tensors as they are, numbers as arrays."""
+    """The value to box for a transform input: Tensors as they are, numbers as arrays (typed strongly, so
+    that a float32 array times it is float64); under dg.compile a Python number's placeholder likewise."""
+    if type(x) is WeakScalar:
+        return astype(x, x.dtype)
     value = x if isinstance(x, (Tensor, np.ndarray, np.generic)) or is_foreign(x) else np.asarray(x)
     if _dtype(value).kind not in "fc":
         raise user_error(TypeError, where, f"can only differentiate with respect to floating-point or complex inputs, "

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .op import Mapped, apply, batch_broadcast, batch_loop
-from .shapes import ndim_of, shape_of
+from .shapes import dtype_of, ndim_of, shape_of
+from .tensor import Tensor
 
 
 def lead(value, rank):
@@ -113,29 +114,56 @@ class Unbatchable(Exception):
 
 
 def _is_array_part(part):
-    return type(part) is Mapped or isinstance(part, np.ndarray)
+    return type(part) is Mapped or isinstance(part, (np.ndarray, Tensor))
 
 
-def batched_index(index, size):
-    """The index that does per-example `index` on arrays with the batch axis in front, and, when
-    NumPy then puts the batch axis after the advanced-index axes, how many of those precede it
-    (else None). Mapped parts (integer arrays per example) select with an arange over the batch."""
+def _axes_before(parts, k, ndim):
+    """How many axes of an example's result the parts of the index before `parts[k]` (its first advanced
+    part: slices, None and Ellipsis before it) make, for an array of `ndim` axes."""
+    consumed = sum(1 for p in parts if p is not None and p is not Ellipsis)  # (no boolean masks here)
+    return sum(ndim - consumed if p is Ellipsis else 1 for p in parts[:k])
+
+
+def batched_index(index, size, x_batched, ndim):
+    """`index` (per example; its Mapped parts are integer arrays with the batch on axis 0) as one index on
+    the array (with the batch axis in front if `x_batched`, else the same for every example, of `ndim` axes
+    per example), and `moves`: the (source, destination) axes that `moved` passes to np.moveaxis so that
+    the result has the batch axis in front and each example's axes in NumPy's order (None: nothing to move).
+
+    Every integer array keeps NumPy's meaning (negative entries count from the end, entries out of range
+    raise IndexError when the index is taken): a mapped one selects with an arange over the batch beside it,
+    as NumPy does itself. A boolean mask or a bool (a selection of its own size per example) is Unbatchable.
+    """
     parts = index if type(index) is tuple else (index,)
-    arrays = [p.value if type(p) is Mapped else p for p in parts if _is_array_part(p)]
-    if any(np.asarray(a).dtype.kind == "b" if not hasattr(a, "dtype") else a.dtype.kind == "b" for a in arrays):
-        raise Unbatchable  # a mask's selection has a size of its own per example
+    arrays = [k for k, p in enumerate(parts) if _is_array_part(p)]
+    if any(isinstance(p, (bool, np.bool_)) for p in parts) or any(
+            dtype_of(parts[k].value if type(parts[k]) is Mapped else parts[k]).kind == "b" for k in arrays):
+        raise Unbatchable
     # with an array among them, integers are advanced indices too (NumPy's rule)
-    advanced = [k for k, p in enumerate(parts) if _is_array_part(p) or (arrays and isinstance(p, (int, np.integer)))]
+    advanced = [k for k, p in enumerate(parts) if k in arrays or (arrays and isinstance(p, (int, np.integer)))]
     adjacent = not advanced or advanced[-1] - advanced[0] + 1 == len(advanced)
-    if not any(type(p) is Mapped for p in parts):
-        if adjacent:
-            return (slice(None), *parts), None
-        # NumPy puts separated advanced axes first, before the batch axis: it is moved back after
-        rank = len(np.broadcast_shapes(*(np.shape(a) for a in arrays)))
-        return (slice(None), *parts), rank
-    if advanced[0] != 0 and adjacent:
-        raise Unbatchable  # the selected axes would land after the batch axis, not in place
-    shapes = [tuple(shape_of(p.value))[1:] if type(p) is Mapped else np.shape(p) for p in parts if _is_array_part(p)]
-    rank = len(np.broadcast_shapes(*shapes))
+    rank = len(np.broadcast_shapes(*(tuple(shape_of(parts[k].value))[1:] if type(parts[k]) is Mapped else
+                                     tuple(shape_of(parts[k])) for k in arrays)))
+    # NumPy puts the advanced axes where the advanced parts are when they are adjacent, else first
+    before = _axes_before(parts, advanced[0], ndim) if advanced and adjacent else 0
+    if not any(type(p) is Mapped for p in parts):  # the array has the batch axis: a full slice takes it
+        return (slice(None), *parts), (None if adjacent else ((rank,), (0,)))
+    parts = tuple(lead(p.value, rank) if type(p) is Mapped else p for p in parts)
+    if not x_batched:  # the mapped arrays' batch axis is the first of the advanced axes
+        return parts, (((before,), (0,)) if before else None)
+    if size is None:
+        raise Unbatchable  # the arange over the batch needs its size
+    # the arange and the mapped arrays are advanced together, before any slice: their axes come first
     grid = np.arange(size).reshape((size,) + (1,) * rank)
-    return (grid, *(lead(p.value, rank) if type(p) is Mapped else p for p in parts)), None
+    moves = ((tuple(range(1, 1 + rank)), tuple(range(1 + before, 1 + before + rank))) if before else None)
+    return (grid, *parts), moves
+
+
+def moved(value, moves):
+    """The result of a batched index with its axes in place (`moves` from batched_index)."""
+    return value if moves is None else np.moveaxis(value, *moves)
+
+
+def moved_back(value, moves):
+    """A value laid out as `moved` returns it, in the order the batched index produces (for scatter-adds)."""
+    return value if moves is None else np.moveaxis(value, moves[1], moves[0])

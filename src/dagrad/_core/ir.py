@@ -122,8 +122,9 @@ class Graph:
             # the shape the code sees: a box's own (one example's under vmap), a node's (None: unknown rank)
             shape = inner._shape if isinstance(inner, Symbol) and (inner is value or inner._shape is None) else \
                 tuple(value.shape) if isinstance(value, Tensor) else np.shape(inner)
+            # a Python number's placeholder stays weakly typed in the body, as the number is in eager code
             node = new_symbol(self, "placeholder", shape, value.dtype, requires_grad=value.dtype.kind in "fc",
-                              name="captured")
+                              name="captured", cls=WeakScalar if type(value) is WeakScalar else None)
             entry = self.captured[id(value)] = (value, node)
         return entry[1]
 
@@ -304,6 +305,9 @@ class Symbol(Tensor):
                   "functions on them", static="its value exists only inside Session.run; fetch it with sess.run(t)"):
         """The TypeError for `what` needing a value; it names the dg.compile call tracing it, if any."""
         if self.graph.tracing:
+            if type(self) is WeakScalar and self.op is None:  # a Python float argument: it may be made a constant
+                traced += (f"; {self.name!r} is a Python float argument, traced as a 0-d value: to use its value in "
+                           f"Python, make it a constant of the code with dg.compile(f, static_argnames=...)")
             return TypeError(f"{what} of a value traced by dg.compile({self.graph.tracing}), tracing it for the call "
                              f"at {self.graph.traced_for}: {traced} (at {user_line()})")
         return TypeError(f"{what} of {self._label()}: {static} (at {user_line()})")
@@ -364,6 +368,39 @@ def _refuse(what):
         raise self._no_value(what)
 
     return method
+
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def _weakly(name):
+    """Python's operator `name` on a weakly typed value: with Python numbers or weak values only, its result
+    is weak too, as eagerly the result is a Python number (`w * 2.0` with a float `w`)."""
+
+    def method(self, *others):
+        out = getattr(Symbol, name)(self, *others)  # Tensor's operator (bound by _methods.py)
+        if type(out) is Symbol and all(type(o) in _PYTHON_NUMBERS or type(o) is WeakScalar for o in others):
+            out.__class__ = WeakScalar  # the same slots: only the dtype rules' reading changes
+        return out
+
+    method.__name__ = name
+    return method
+
+
+class WeakScalar(Symbol):
+    """A Python float or complex argument of dg.compile (its placeholder), or Python's arithmetic on such
+    values only (`w * 2.0`): its dtype (float64, complex128) is typed weakly by the dtype rules, as NumPy 2
+    types a Python number (float32 data times it stays float32). The compiled code gets the number itself
+    and computes the arithmetic with Python's operators (compile/codegen.py), so every value and dtype is
+    the one eager code gives. dagrad's functions of it (`dg.sin(w)`) are NumPy values, typed strongly, as
+    eagerly."""
+
+    __slots__ = ()
+    __add__, __radd__, __sub__, __rsub__ = (_weakly(n) for n in ("__add__", "__radd__", "__sub__", "__rsub__"))
+    __mul__, __rmul__, __truediv__, __rtruediv__ = (_weakly(n) for n in ("__mul__", "__rmul__", "__truediv__",
+                                                                          "__rtruediv__"))
+    __pow__, __rpow__, __neg__, __pos__, __abs__ = (_weakly(n) for n in ("__pow__", "__rpow__", "__neg__",
+                                                                          "__pos__", "__abs__"))
 
 
 # what needs a value refuses a Symbol (its _value is itself: Tensor._raw would never end)
@@ -538,7 +575,7 @@ def _rule_input(a):
     """What a dtype rule gets for an input: a dtype, the type of a Python number (NumPy 2 types
     those weakly: float32 + 2.0 is float32), or None for an absent optional input."""
     if isinstance(a, Symbol):
-        return a._dtype
+        return (complex if a._dtype.kind == "c" else float) if type(a) is WeakScalar else a._dtype
     if a is None or type(a) in (int, float, complex):
         return a if a is None else type(a)
     return np.result_type(a)

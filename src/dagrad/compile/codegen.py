@@ -30,7 +30,8 @@ import weakref
 import numpy as np
 
 from .._core.errors import GENERATED_PREFIX, printable, short_location
-from .._core.ir import Symbol
+from .._core.ir import Symbol, WeakScalar
+from .interpret import python_arithmetic
 
 COMMENT_COLUMN = 56
 MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut: names stay readable
@@ -114,7 +115,7 @@ def _write(program, name, grouped, reserved, reuse_buffers):
             if isinstance(o, np.ndarray):
                 literal = f"{literal}.copy()" if o.ndim else f"np.array({literal})"
             results.append(literal)
-        elif plan.shares_caller_memory(o):
+        elif plan.shares_caller_memory(o) and not isinstance(o, WeakScalar):  # (a Python number: immutable)
             results.append(f"{names[o]}.copy()")  # never hand back the caller's array or a constant
         else:
             results.append(names[o])
@@ -180,6 +181,9 @@ class _Writer:
                         for line in node.op.emit(self, node, args, names[node])]
                 if dead:
                     code.append((f"del {', '.join(dead)}", node))
+            elif python_arithmetic(node):  # Python's operator on Python numbers, as eager code computes it
+                text = f"{names[node]} = {python_arithmetic(node)[1].format(*args)}"
+                code = [(text + (f"; del {', '.join(dead)}" if dead else ""), node)]
             else:
                 args += _keyword_arguments(node.attrs or {}, self.constants)
                 target = plan.out_into.get(node)

@@ -25,13 +25,14 @@ import types
 import numpy as np
 
 from .._core.errors import printable
+from .._core.ir import WeakScalar
 from .._version import __version__
 from .codegen import _Naming, generate, identifier, literal
 from .signature import arguments, leaf_paths, walk_leaves
 
 INLINE_ARRAY_LIMIT = 16  # arrays up to this many elements are written as lists, larger ones in base64
 # the module's own helpers: no other global name of the module takes these
-_HELPERS = ("_checked", "_static", "_keywords", "_array")
+_HELPERS = ("_checked", "_number", "_static", "_keywords", "_array")
 
 
 class ExportError(TypeError):
@@ -66,7 +67,7 @@ def module_source(entry, f):
     constants = [_constant_line(name, value) for name, value in generated.constants.items()]
     uses_base64 = any("_array(" in line for line in constants)
     paths = leaf_paths(f, entry.in_def)
-    signature = [f"#     {printable(paths[k])}: {tuple(node._shape)} {node._dtype}"
+    signature = [f"#     {printable(paths[k])}: {_traced_as(node)}"
                  f"{' (NumPy or a Dask array, kept lazy)' if node in entry.lazy else ''}"
                  for k, node in zip(entry.arrays, program.inputs)]
     where = _origin(f)
@@ -91,6 +92,12 @@ def module_source(entry, f):
     lines += ["# -- the computation", "", generated.source, "", "",
               _WRAPPER_HELPERS, "", "", _wrapper(entry, f, public, impl), ""]
     return "\n".join(lines)
+
+
+def _traced_as(node):
+    if type(node) is WeakScalar:
+        return f"a Python {'complex' if node._dtype.kind == 'c' else 'float'}"
+    return f"{tuple(node._shape)} {node._dtype}"
 
 
 _RESERVED = object()  # marks a global name of the module that no copied definition may take
@@ -152,6 +159,13 @@ def _checked(value, name, shape, dtype, lazy=False):
     return value
 
 
+def _number(value, name, kind):
+    if type(value) is not kind:
+        raise ValueError(f'{name}: expected a Python {kind.__name__} (this module was generated for one), got '
+                         f'{type(value).__name__}')
+    return value
+
+
 def _static(value, name, expected):
     same = type(value) is type(expected) and (repr(value) == repr(expected) if type(value) is float
                                               else value == expected)
@@ -190,7 +204,13 @@ def _wrapper(entry, f, public, impl):
     checks = [f"    _keywords({rest}, {_safe_literal(tuple(odd_keys), 'a keyword argument name')})"] if rest else []
     calls = []
     for k, (expression, label) in enumerate(zip(expressions, leaf_paths(f, entry.in_def))):
-        if k in nodes:
+        if k in nodes and type(node := nodes[k]) is WeakScalar:
+            # a Python float or complex stays one, typed weakly by NumPy as in eager code
+            local = names.claim(f"_{label}")
+            kind = "complex" if node._dtype.kind == "c" else "float"
+            checks.append(f"    {local} = _number({expression}, {literal(label)}, {kind})")
+            calls.append(local)
+        elif k in nodes:
             node = nodes[k]
             local = names.claim(f"_{label}")
             # an argument traced as a Dask array stays lazy (the code then has no out=)

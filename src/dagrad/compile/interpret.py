@@ -7,10 +7,27 @@ it bit for bit. It is slow on purpose: nothing here but the ops.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .._core.errors import caller_line, printable
-from .._core.ir import Symbol
+from .._core.ir import Symbol, WeakScalar
+from ..ops import elementwise
+
+# Python's arithmetic on Python numbers (ir.WeakScalar nodes: `w * 2.0` for a float argument w) computed as
+# eager code computes it, with Python's operators: the result is a Python number (weakly typed in NumPy),
+# and its ** is C's pow, which can differ from NumPy's power by an ulp. Each: (function, source template).
+PYTHON_ARITHMETIC = {f.op: entry for f, entry in (
+    (elementwise.add, (operator.add, "({}) + ({})")), (elementwise.subtract, (operator.sub, "({}) - ({})")),
+    (elementwise.multiply, (operator.mul, "({}) * ({})")), (elementwise.divide, (operator.truediv, "({}) / ({})")),
+    (elementwise.power, (operator.pow, "({}) ** ({})")), (elementwise.negative, (operator.neg, "-({})")),
+    (elementwise.positive, (operator.pos, "+({})")), (elementwise.abs, (operator.abs, "abs({})")))}
+
+
+def python_arithmetic(node):
+    """(function, source template) of a weakly typed node computed with Python's operator, else None."""
+    return PYTHON_ARITHMETIC.get(node.op) if type(node) is WeakScalar else None
 
 
 def eval_graph(program, args, where="the reference interpreter"):
@@ -31,8 +48,9 @@ def eval_graph(program, args, where="the reference interpreter"):
             env[node] = node._data
             continue
         values = [env[a] if isinstance(a, Symbol) else a for a in node.inputs]
+        arithmetic = python_arithmetic(node)
         try:
-            env[node] = node.op.forward(*values, **(node.attrs or {}))
+            env[node] = arithmetic[0](*values) if arithmetic else node.op.forward(*values, **(node.attrs or {}))
         except Exception as err:
             raise node_error(node, err, where) from err
     # every array is the caller's own: not an input, a view of one, or a constant the program keeps

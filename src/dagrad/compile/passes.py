@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 
 from .._core import structural
-from .._core.ir import Symbol, new_symbol
+from .._core.ir import Symbol, WeakScalar, new_symbol
 from .._core.op import Op
 from .._core.shapes import broadcast_shapes, summed_axes
 from ..ops import elementwise, shape
@@ -117,7 +117,8 @@ def _rewrite(pass_name, rule, program, report):
     for node in list(program.nodes):
         if node.inputs and any(isinstance(a, Symbol) and a in replaced for a in node.inputs):
             node.inputs = tuple(replaced.get(a, a) if isinstance(a, Symbol) else a for a in node.inputs)
-        result = rule(node, context)
+        # Python's arithmetic on Python numbers (weak: codegen writes Python's operators) stays as traced
+        result = None if type(node) is WeakScalar else rule(node, context)
         if result is not None and context.lazy and node in context.lazy and not context.is_lazy(result[0]):
             result = None  # a Dask value may not become a NumPy one (a folded full_like of a Dask array)
         if result is not None:
@@ -313,8 +314,10 @@ def _shape(value):
 
 
 def _same_type(node, x):
-    """Whether replacing `node` by `x` keeps the shape and dtype (no broadcast, no promotion)."""
-    return isinstance(x, Symbol) and x._shape == node._shape and x._dtype == node._dtype
+    """Whether replacing `node` by `x` keeps the shape and dtype (no broadcast, no promotion); a Python
+    number's placeholder is weakly typed, which a node computed from it is not."""
+    return isinstance(x, Symbol) and x._shape == node._shape and x._dtype == node._dtype and \
+        (type(x) is not WeakScalar or type(node) is WeakScalar)
 
 
 def rewrite(*ops):

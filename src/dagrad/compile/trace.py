@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
 from .._core.autodiff import reverse_sweep
 from .._core.backends import as_dtype, compute_together, has_unknown_size, is_dask, unknown_size_error
 from .._core.errors import caller_line, user_error
-from .._core.ir import Graph, Symbol, new_symbol
+from .._core.ir import Graph, Symbol, WeakScalar, new_symbol
 from .._core.pytree import tree_flatten, tree_unflatten
 from .._core.tensor import Tensor, _grad_mode, _leaf, note_grad_change, trace_grads
 from ..ops.elementwise import full_like
@@ -23,16 +24,22 @@ from .signature import leaf_names, leaf_paths
 
 CACHE_SIZE = 64  # signatures kept per compiled function; the least recently used is dropped beyond this
 ARRAY_KINDS = "biufc"  # dtype kinds an array argument may have: bool, integers, floats, complex
+NUMBERS = {float: np.dtype(np.float64), complex: np.dtype(np.complex128)}  # Python numbers traced (weakly typed)
 
 
-def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.compile and jax.jit)
+def compile(f=None, *, optimize=True, static_argnums=(), static_argnames=()):  # noqa: A001  (as jax.jit)
     """`f` (arrays -> arrays, or a transform of such a function) compiled to NumPy code.
 
     The first call with a new input signature (pytree structure, shapes and dtypes of the
-    array arguments, values of the Python scalars) traces `f` into a graph, optimises it
-    and generates a Python function over NumPy; later calls with that signature run that
-    function. Use as `dg.compile(f)` or as a decorator, `@dg.compile`. A Dask array argument
-    gets a program of its own, which keeps it lazy (no buffer reuse; docs/backends.md).
+    array arguments, which arguments are Python floats, values of the other Python scalars)
+    traces `f` into a graph, optimises it and generates a Python function over NumPy; later
+    calls with that signature run that function. A Python float is traced as a 0-d value,
+    weakly typed as NumPy types it (a new value does not trace again; gradients reach it);
+    Python ints and bools are constants of the code, and so is every leaf of the arguments named
+    by `static_argnums` (positions) or `static_argnames` (names), as in `jax.jit`: a float there
+    is baked in (a new value traces again), for a hyperparameter that code checks in Python
+    (`F.dropout(x, p)`). Use as `dg.compile(f)` or as a decorator, `@dg.compile`. A Dask array
+    argument gets a program of its own, which keeps it lazy (no buffer reuse; docs/backends.md).
 
     >>> import dagrad as dg, numpy as np
     >>> @dg.compile
@@ -46,26 +53,37 @@ def compile(f=None, *, optimize=True):  # noqa: A001  (dg.compile, as torch.comp
         t1 = tanh(x)...
     """
     if f is None:
-        return functools.partial(compile, optimize=optimize)
+        return functools.partial(compile, optimize=optimize, static_argnums=static_argnums,
+                                 static_argnames=static_argnames)
     if not callable(f):
         raise user_error(TypeError, "dg.compile", f"expects a function, got {type(f).__name__}")
-    return Compiled(f, optimize)
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    if not all(type(n) is int for n in nums) or not all(type(n) is str for n in names):
+        raise user_error(TypeError, "dg.compile", f"static_argnums must be ints and static_argnames strings, got "
+                         f"{static_argnums!r} and {static_argnames!r}")
+    return Compiled(f, optimize, nums, names)
 
 
 class Compiled:
     """A compiled function: call it like `f`; `graph`, `source`, `report` and `export` show
     what a given input signature compiles to."""
 
-    def __init__(self, f, optimize=True):
+    def __init__(self, f, optimize=True, static_argnums=(), static_argnames=()):
         self.f = f
         self.optimize = optimize
+        self.static_argnums, self.static_argnames = static_argnums, frozenset(static_argnames)
+        try:  # the names of f's positional parameters, for static_argnames
+            parameters = inspect.signature(f).parameters.values()
+            self._positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            self._positional = []
         self._cache = LRUCache(CACHE_SIZE)  # signature -> _Entry, shared by threads
         functools.update_wrapper(self, f)
         self.__name__ = _identifier(getattr(f, "__name__", "f"))
 
     def __call__(self, *args, **kwargs):
-        leaves = []
-        key = _key((args, kwargs), leaves)
+        key, leaves, static = self._signature(args, kwargs)
         entry = self._cache.get(key)
         if entry is None or entry.wrap:
             for leaf in leaves:
@@ -75,7 +93,7 @@ class Compiled:
                     # run f itself, so that the operations are recorded (compiling does not record)
                     return self.f(*args, **kwargs)
         if entry is None:
-            entry = self._entry(key, leaves, args, kwargs)
+            entry = self._entry(key, leaves, static, args, kwargs)
         if entry.wrap:
             unwrap = Tensor._raw if entry.lazy else Tensor.numpy  # numpy() would compute a Dask value
             arrays = [unwrap(leaf) if isinstance(leaf, Tensor) else leaf for leaf in (leaves[k] for k in entry.arrays)]
@@ -89,7 +107,7 @@ class Compiled:
                 # a parameter or state changed shape or dtype since the trace (module.to(float32)), or an option
                 # changed: trace again
                 self._cache.discard(key)
-                entry = self._cache.put(key, self._trace(leaves, entry.in_def))
+                entry = self._cache.put(key, self._trace(leaves, entry.in_def, static))
                 extra = [read() for read in entry.reads]
             arrays = arrays + extra
         if not self.optimize:  # the reference: each op's own forward, node by node
@@ -143,11 +161,28 @@ class Compiled:
         return export_module(path, entry, self.f)
 
     def _entry_for(self, args, kwargs):
-        leaves = []
-        key = _key((args, kwargs), leaves)
-        return self._cache.get(key) or self._entry(key, leaves, args, kwargs)
+        key, leaves, static = self._signature(args, kwargs)
+        return self._cache.get(key) or self._entry(key, leaves, static, args, kwargs)
 
-    def _entry(self, key, leaves, args, kwargs):
+    def _signature(self, args, kwargs):
+        """(key, leaves, static) of a call: its signature (see `_key`), its leaves in the order of tree_flatten,
+        and the positions of the leaves under static arguments (constants of the code, keyed by value)."""
+        leaves = []
+        if not (self.static_argnums or self.static_argnames):
+            return _key((args, kwargs), leaves), leaves, frozenset()
+        nums = {n % len(args) for n in self.static_argnums if -len(args) <= n < len(args)}
+        names = [self._positional[n] if n < len(self._positional) else None for n in range(len(args))]
+        static, parts = set(), []
+        for label, value, constant in [*((n, a, n in nums or names[n] in self.static_argnames)
+                                         for n, a in enumerate(args)),
+                                       *((k, v, k in self.static_argnames) for k, v in kwargs.items())]:
+            start = len(leaves)
+            parts.append((label, _key(value, leaves, constant)))
+            if constant:
+                static.update(range(start, len(leaves)))
+        return tuple(parts), leaves, frozenset(static)
+
+    def _entry(self, key, leaves, static, args, kwargs):
         """Traces a new signature (outside the cache's lock: another thread may trace the same one;
         both then use the entry stored first)."""
         for leaf in leaves:
@@ -156,14 +191,14 @@ class Compiled:
                                  "is tracing")
         _, treedef = tree_flatten((args, kwargs))
         _check_arrays(self.f, treedef, leaves)
-        return self._cache.put(key, self._trace(leaves, treedef))
+        return self._cache.put(key, self._trace(leaves, treedef, static))
 
-    def _trace(self, leaves, treedef):
+    def _trace(self, leaves, treedef, static=frozenset()):
         graph = Graph()
         graph.tracing = self.__name__
         graph.traced_for = caller_line()
         names = leaf_names(self.f, treedef, len(leaves))
-        arrays = [k for k, leaf in enumerate(leaves) if _is_array(leaf)]
+        arrays = [k for k, leaf in enumerate(leaves) if _is_array(leaf) and k not in static]
         traced = list(leaves)  # the array leaves replaced by placeholders
         lazy = []  # the placeholders of Dask arrays
         graph.backward_hook = functools.partial(_traced_backward, graph)
@@ -171,6 +206,10 @@ class Compiled:
         try:
             with graph:
                 for k in arrays:
+                    if type(leaves[k]) in NUMBERS:  # weakly typed, as NumPy 2 types the number itself
+                        traced[k] = new_symbol(graph, "placeholder", (), NUMBERS[type(leaves[k])],
+                                               requires_grad=True, name=names[k], cls=WeakScalar)
+                        continue
                     value = leaves[k]._raw() if isinstance(leaves[k], Tensor) else leaves[k]
                     value = value if is_dask(value) else np.asarray(value)  # a Dask array's facts, not computed
                     traced[k] = new_symbol(graph, "placeholder", value.shape, value.dtype,
@@ -204,6 +243,7 @@ class Compiled:
         entry = _Entry(program, generated, report, arrays, out_def, any(isinstance(x, Tensor) for x in leaves))
         entry.lazy = program.lazy_inputs
         entry.in_def = treedef
+        entry.static = static
         entry.static_leaves = {k: leaf for k, leaf in enumerate(leaves) if k not in arrays}
         entry.reads = [read for _, read in graph.reads.values()]
         entry.guards = list(graph.guards.values())
@@ -283,37 +323,47 @@ class _Entry:
 
 
 def _is_array(leaf):
-    return isinstance(leaf, (np.ndarray, np.generic, Tensor)) or is_dask(leaf)
+    """Whether an argument is traced (a placeholder of the code): arrays, NumPy scalars, Tensors, and Python
+    floats and complex numbers (JAX traces these too; SPEC: a float argument is differentiable)."""
+    return isinstance(leaf, (np.ndarray, np.generic, Tensor)) or type(leaf) in NUMBERS or is_dask(leaf)
 
 
-def _key(tree, leaves):
+def _key(tree, leaves, static=False):
     """The signature of a call (hashable), appending its leaves to `leaves` in the order of
-    `tree_flatten`: containers by type and keys, arrays by shape and dtype, other leaves by value."""
+    `tree_flatten`: containers by type and keys, arrays by shape and dtype, Python floats and complex
+    numbers by their type (traced), other leaves by value; under a static argument (`static`) every
+    leaf by value."""
     kind = type(tree)
-    if kind is np.ndarray:
+    if kind is np.ndarray and not static:
         leaves.append(tree)
         return (tree.shape, tree.dtype)
     if kind is tuple or kind is list or isinstance(tree, tuple):
-        return (kind, tuple([_key(item, leaves) for item in tree]))
+        return (kind, tuple([_key(item, leaves, static) for item in tree]))
     if isinstance(tree, dict):
-        return (dict, tuple([(k, _key(v, leaves)) for k, v in tree.items()]))
+        return (dict, tuple([(k, _key(v, leaves, static)) for k, v in tree.items()]))
     leaves.append(tree)
-    if isinstance(tree, Tensor):
+    if static:
+        if isinstance(tree, (np.ndarray, Tensor)) or is_dask(tree):
+            raise user_error(TypeError, "dg.compile", f"a static argument must be a hashable constant, got a "
+                             f"{type(tree).__name__} (pass arrays as traced arguments)")
+    elif kind is float or kind is complex:
+        return ("number", kind)
+    elif isinstance(tree, Tensor):
         value = tree._value
         if type(value) is not np.ndarray and is_dask(value):
             return _lazy_key(value, "tensor")
         return ("tensor", np.shape(value), getattr(value, "dtype", None))
-    if isinstance(tree, np.generic):
+    elif isinstance(tree, np.generic):
         return ("scalar", tree.dtype)
     try:
         hash(tree)
     except TypeError:
-        if is_dask(tree):  # unhashable: asked only here, off the path of NumPy arguments and constants
+        if is_dask(tree) and not static:  # unhashable: asked only here, off the path of NumPy arguments and constants
             return _lazy_key(tree, "array")
         raise user_error(TypeError, "dg.compile", f"an argument of type {kind.__name__} is neither an array nor a "
                          "hashable constant (pass arrays, Tensors, numbers, or lists/tuples/dicts of them)") from None
-    # floats by repr: -0.0 and 0.0 are different constants, and nan equals itself
-    return ("static", kind, repr(tree) if kind is float else tree)
+    # floats (a subclass of float) by repr: -0.0 and 0.0 are different constants, and nan equals itself
+    return ("static", kind, repr(tree) if isinstance(tree, (float, complex, np.inexact)) else tree)
 
 
 def _lazy_key(value, kind):
@@ -327,7 +377,7 @@ def _lazy_key(value, kind):
 def _check_arrays(f, treedef, leaves):
     """Array arguments must be numbers or booleans: strings and objects have no arithmetic."""
     for k, leaf in enumerate(leaves):
-        if _is_array(leaf):
+        if _is_array(leaf) and type(leaf) not in NUMBERS:
             dtype = (leaf._value if isinstance(leaf, Tensor) else leaf).dtype
             if dtype.kind not in ARRAY_KINDS:
                 path = leaf_paths(f, treedef)[k]

@@ -7,7 +7,7 @@ import builtins
 import numpy as np
 
 from .._core.dtypes import first, promoted
-from .._core.op import apply, batch_broadcast, batch_loop, defop, public
+from .._core.op import Mapped, apply, batch_broadcast, batch_loop, defop, public
 from .._core import batching, dask_ops
 from .._core.backends import is_dask, zeros
 from .._core.errors import user_error
@@ -166,13 +166,12 @@ def _index_shape(shape, index):
 
 
 def _getitem_batch(op, values, batched, attrs):
-    x = values[0]
+    x = values[0]  # batched: apply() gives an index mapped over an unmapped x the batch axis
     try:
-        index, moved = batching.batched_index(attrs["index"], _shape(x)[0])
+        index, moves = batching.batched_index(attrs["index"], _shape(x)[0], True, _ndim(x) - 1)
     except batching.Unbatchable:
         return batch_loop(op, values, batched, attrs), True
-    out = apply(op, (x,), {"index": index})
-    return (out if moved is None else np.moveaxis(out, moved, 0)), True
+    return batching.moved(apply(op, (x,), {"index": index}), moves), True
 
 
 def _index_add_batch(op, values, batched, attrs):
@@ -181,12 +180,10 @@ def _index_add_batch(op, values, batched, attrs):
     if len(values) > 1 or any(batched[1:]):  # sizes known only when a graph runs
         return batch_loop(op, values, batched, attrs), True
     try:
-        index, moved = batching.batched_index(attrs["index"], size)
+        index, moves = batching.batched_index(attrs["index"], size, True, len(attrs["shape"]))
     except batching.Unbatchable:
         return batch_loop(op, values, batched, attrs), True
-    batch = g
-    if moved is not None:
-        g = np.moveaxis(g, 0, moved)
+    batch, g = g, batching.moved_back(g, moves)
     if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
         shape = (None, *attrs["shape"])
         return apply(op, (g, batch_source(batch, len(shape))), {"index": index, "shape": shape}), True
@@ -283,65 +280,89 @@ def setitem(x, index, v):
     return apply(_setitem, (x, v), {"index": normalize_index(index, x)})
 
 
-# -- an index known only when the graph runs (a placeholder, a traced value): an input, not an attribute
-def _gather_shape(x, indices, axis):
-    return tuple(x[:axis]) + tuple(indices) + tuple(x[axis + 1:])
+# -- an index whose integer arrays are graph values (a placeholder, a value dg.compile traces, a value vmap maps
+# under dg.compile): the arrays are inputs of a `gather` node, the rest of the index (slices, integers, None,
+# Ellipsis) its attribute `index`, holding None at the positions `at` where the arrays go. NumPy takes the
+# index when the node runs, so negative entries count from the end and entries out of range raise IndexError,
+# on every path; its adjoint `scatter_add` adds up at repeated entries (np.add.at).
+def _filled(index, at, arrays):
+    """`index` with `arrays` at the positions `at`."""
+    parts = list(index)
+    for k, a in zip(at, arrays):
+        parts[k] = a
+    return tuple(parts)
 
 
-def _scatter_add_forward(g, indices, *source, axis, shape):
-    if is_dask(g) or is_dask(indices):
-        return dask_ops.index_add(g, (slice(None),) * axis + (indices,), runtime_shape(shape, source))
-    out = np.zeros(runtime_shape(shape, source), _dtype(g))
-    np.add.at(out, (slice(None),) * axis + (indices,), g)  # repeated indices add up
-    return out
+def _gather_forward(x, *arrays, index, at):
+    return _getitem_forward(x, _filled(index, at, arrays))
 
 
-def _flat_offsets(indices, size, n):
-    """Per-example indices into the first axis of a batch flattened to (size * n, ...)."""
-    return indices + np.reshape(np.arange(size) * n, (size,) + (1,) * (_ndim(indices) - 1))
+def _gather_shape(x, *arrays, index, at):
+    # the index taken on stand-ins (zero-stride zeros), twice with different sizes for the unknown ones:
+    # the result sizes that differ are unknown too; NumPy's own errors for an index that does not fit
+    def taken(n):
+        known = [tuple(n if d is None else d for d in shape) for shape in arrays]
+        stand_ins = [np.broadcast_to(np.zeros((), np.intp), shape) for shape in known]
+        return _index_shape(tuple(n if d is None else d for d in x), _filled(index, at, stand_ins))
+
+    if None not in x and not any(None in shape for shape in arrays):
+        return taken(0)
+    return tuple(a if a == b else None for a, b in zip(taken(7), taken(11)))
+
+
+def _scatter_add_forward(g, *rest, index, at, shape):
+    arrays, source = rest[:len(at)], rest[len(at):]
+    full = _filled(index, at, arrays)
+    if any(is_dask(a) for a in arrays):  # refused there: a scatter-add plans its blocks from the indices' values
+        return dask_ops.index_add(g, full, runtime_shape(shape, source))
+    return _index_add_forward(g, *source, index=full, shape=shape)
+
+
+def _split_index(index):
+    """(template, at, arrays) of an index: the arrays out, None in their place."""
+    parts = index if type(index) is tuple else (index,)
+    at = tuple(k for k, p in enumerate(parts) if isinstance(p, (np.ndarray, Tensor)))
+    return tuple(None if k in at else p for k, p in enumerate(parts)), at, tuple(parts[k] for k in at)
 
 
 def _gather_batch(op, values, batched, attrs):
-    x, indices = values
-    axis = attrs["axis"]
-    if not batched[1]:
-        return apply(op, (x, indices), {"axis": axis + 1}), True
-    if not batched[0]:  # one x for every example: the batch axis of the indices lands at `axis`
-        return np.moveaxis(apply(op, (x, indices), {"axis": axis}), axis, 0), True
-    size, n = _shape(x)[0], _shape(x)[axis + 1]
-    if axis or size is None or n is None:
+    x, arrays = values[0], values[1:]
+    parts = _filled(attrs["index"], attrs["at"], [Mapped(a) if b else a for a, b in zip(arrays, batched[1:])])
+    size = next((_shape(v)[0] for v, b in zip(values, batched) if b), None)
+    try:
+        index, moves = batching.batched_index(parts, size, batched[0], _ndim(x) - batched[0])
+    except batching.Unbatchable:
         return batch_loop(op, values, batched, attrs), True
-    flat = reshape(x, (size * n, *_shape(x)[2:]))
-    return apply(op, (flat, _flat_offsets(indices, size, n)), {"axis": 0}), True
+    template, at, arrays = _split_index(index)
+    return batching.moved(apply(op, (x, *arrays), {"index": template, "at": at}), moves), True
 
 
 def _scatter_add_batch(op, values, batched, attrs):
-    g, indices = values[:2]
-    axis, shape = attrs["axis"], attrs["shape"]
-    if len(values) > 2:  # sizes known only when a graph runs
+    index, at, shape = attrs["index"], attrs["at"], attrs["shape"]
+    g, arrays = values[0], values[1:1 + len(at)]
+    size = next(_shape(v)[0] for v, b in zip(values, batched) if b)
+    if len(values) > 1 + len(at) or (size is None and any(batched[1:])):  # sizes known only when a graph runs
         return batch_loop(op, values, batched, attrs), True
-    if not batched[1]:
-        size = _shape(g)[0]
-        if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
-            out_shape = (None, *shape)
-            return apply(op, (g, indices, batch_source(g, len(out_shape))), {"axis": axis + 1, "shape": out_shape}), \
-                True
-        return apply(op, (g, indices), {"axis": axis + 1, "shape": (size, *shape)}), True
-    size, n = _shape(indices)[0], shape[axis]
-    if axis or size is None:
+    parts = _filled(index, at, [Mapped(a) if b else a for a, b in zip(arrays, batched[1:])])
+    try:
+        index, moves = batching.batched_index(parts, size, True, len(shape))
+    except batching.Unbatchable:
         return batch_loop(op, values, batched, attrs), True
-    if not batched[0]:
-        g = batch_broadcast(g, size)
-    flat = apply(op, (g, _flat_offsets(indices, size, n)), {"axis": 0, "shape": (size * n, *shape[1:])})
-    return reshape(flat, (size, *shape)), True
+    batch = g = g if batched[0] else batch_broadcast(g, size)
+    g = batching.moved_back(g, moves)
+    template, at, arrays = _split_index(index)
+    if size is None:  # a static graph's batch of unknown size: g (batch in front) is the shape source
+        out_shape = (None, *shape)
+        return apply(op, (g, *arrays, batch_source(batch, len(out_shape))), {"index": template, "at": at,
+                                                                             "shape": out_shape}), True
+    return apply(op, (g, *arrays), {"index": template, "at": at, "shape": (size, *shape)}), True
 
 
 _gather = defop(
     "gather",
-    lambda x, indices, axis: (dask_ops.getitem(x, (slice(None),) * axis + (indices,)) if is_dask(x)
-                              else np.take(x, indices, axis=axis)),
-    vjp=(lambda g, out, x, indices, axis: scatter_add(g, indices, axis, _shape(x)), None),
-    jvp=(lambda t, out, x, indices, axis: apply(_gather, (t, indices), {"axis": axis}), None),
+    _gather_forward,
+    vjp=(lambda g, out, x, *arrays, index, at: scatter_add(g, arrays, index, at, _shape(x)),),
+    jvp=(lambda t, out, x, *arrays, index, at: apply(_gather, (t, *arrays), {"index": index, "at": at}),),
     shape=_gather_shape,
     dtype=first,
     batch=_gather_batch,
@@ -349,9 +370,10 @@ _gather = defop(
 _scatter_add = defop(
     "scatter_add",
     _scatter_add_forward,
-    vjp=(lambda g, out, v, indices, *source, axis, shape: apply(_gather, (g, indices), {"axis": axis}), None),
-    jvp=(lambda t, out, v, indices, *source, axis, shape: scatter_add(t, indices, axis, _shape(out)), None),
-    shape=lambda v, indices, *source, axis, shape: tuple(shape),
+    vjp=(lambda g, out, v, *rest, index, at, shape: apply(_gather, (g, *rest[:len(at)]), {"index": index,
+                                                                                          "at": at}),),
+    jvp=(lambda t, out, v, *rest, index, at, shape: scatter_add(t, rest[:len(at)], index, at, _shape(out)),),
+    shape=lambda v, *rest, index, at, shape: tuple(shape),
     shape_source=True,
     fresh=True,
     dtype=first,
@@ -359,33 +381,51 @@ _scatter_add = defop(
 )
 
 
-def scatter_add(values, indices, axis, shape):
-    """Zeros of `shape` with `values` added at `indices` along `axis` (the adjoint of `x[..., indices]`
-    for an index known only when the graph runs)."""
+def scatter_add(values, arrays, index, at, shape):
+    """Zeros of `shape` with `values` added at the index `index` whose positions `at` hold `arrays` (graph
+    values): the adjoint of a gather node. Repeated entries add up.
+
+    >>> scatter_add(np.ones(3), (np.array([0, 2, 0]),), (None,), (0,), (3,))
+    array([2., 0., 1.])
+    """
     source = shape_source(shape)
-    attrs = {"axis": axis, "shape": target_shape(shape, "scatter_add", values)}
-    return apply(_scatter_add, (values, indices) if source is None else (values, indices, source), attrs)
+    attrs = {"index": tuple(index), "at": tuple(at), "shape": target_shape(shape, "scatter_add", values)}
+    arrays = tuple(arrays)
+    return apply(_scatter_add, (values, *arrays) if source is None else (values, *arrays, source), attrs)
+
+
+def _index_arrays(x, index, where):
+    """`index` as (template, at, arrays) for a gather node: its integer arrays (graph values, boxes, NumPy
+    arrays, lists) as inputs, a NumPy boolean mask as its nonzero arrays (NumPy's reading). A traced
+    boolean mask or a bool is refused: the result's size would be known only when it runs."""
+    parts = []
+    for p in index if isinstance(index, tuple) else (index,):
+        if isinstance(p, list):
+            p = np.asarray(p)
+        elif isinstance(p, Tensor) and not p._level and not is_symbolic(p):
+            p = p.numpy()  # an eager tensor: its values
+        if isinstance(p, Tensor) and _dtype(p).kind == "b":
+            raise user_error(IndexError, where, "an index known only when the graph runs must be integers, got "
+                             "dtype bool (a boolean mask's result size would be known only then; use dg.where to "
+                             "select instead)", x)
+        if isinstance(p, (bool, np.bool_)):
+            raise user_error(IndexError, where, f"a bool ({p}) in an index with values known only when the graph "
+                             "runs is not supported", x)
+        if isinstance(p, np.ndarray) and p.dtype.kind == "b":
+            parts.extend(np.nonzero(p))
+            continue
+        if isinstance(p, (np.ndarray, Tensor)) and _dtype(p).kind not in "iu":
+            raise user_error(IndexError, where, f"arrays used as indices must be integers (or booleans), got dtype "
+                             f"{_dtype(p)}", x)
+        parts.append(p)
+    return _split_index(tuple(parts))
 
 
 def _traced_index(x, index):
-    """`x[index]` where one part of the index is symbolic (a placeholder or a value dg.compile traces):
-    it becomes an input of a gather node. NumPy's rule for one integer array after full slices."""
-    parts = index if isinstance(index, tuple) else (index,)
-    symbolic = [k for k, p in enumerate(parts) if isinstance(p, Tensor) and is_symbolic(p)]
-    k = symbolic[0]
-    rest = parts[:k] + parts[k + 1:]
-    if (len(symbolic) > 1 or any(p != slice(None) for p in parts[:k])
-            or any(p is not Ellipsis and p != slice(None) for p in parts[k + 1:])
-            or any(isinstance(p, (np.ndarray, list, Tensor)) for p in rest)):
-        raise user_error(IndexError, "getitem", "an index known only when the graph runs must be one integer array "
-                         "after full slices (x[i], x[:, i]); other indices with it are not supported", x)
-    indices = parts[k]
-    if _dtype(indices).kind not in "iu":
-        raise user_error(IndexError, "getitem", f"an index known only when the graph runs must be integers, got "
-                         f"dtype {_dtype(indices)} (a boolean mask's result size would be unknown)", x, indices)
-    if k >= _ndim(x):
-        raise user_error(IndexError, "getitem", f"too many indices for an array of shape {tuple(_shape(x))}", x)
-    return apply(_gather, (x, indices), {"axis": k})
+    """`x[index]` where a part of the index is a graph's value (a placeholder, a value dg.compile traces): a
+    gather node, which takes the index as NumPy does when the graph runs."""
+    template, at, arrays = _index_arrays(x, index, "getitem")
+    return apply(_gather, (x, *arrays), {"index": template, "at": at})
 
 
 @public(_getitem)
@@ -750,14 +790,14 @@ def take(x, indices, axis=None):
            [1., 2.]])
     """
     if axis is None:
-        return getitem(ravel(x), normalize_index(indices))
+        x, axis = ravel(x), 0
     axis = normalize_axis_index(axis, _ndim(x), "take", x)
-    if isinstance(indices, Tensor) and is_symbolic(indices):
-        return _traced_index(x, (slice(None),) * axis + (indices,))
-    indices = np.asarray(normalize_index(indices))
-    if indices.dtype.kind not in "iu":
-        raise user_error(IndexError, "take", f"indices must be integers, got dtype {indices.dtype}", x)
-    return apply(_gather, (x, indices), {"axis": axis})
+    # a Tensor stays one (a graph's value, vmap's mapped indices): the node takes it as an input
+    indices = indices if isinstance(indices, Tensor) and (indices._level or is_symbolic(indices)) else \
+        np.asarray(normalize_index(indices))
+    if _dtype(indices).kind not in "iu":
+        raise user_error(IndexError, "take", f"indices must be integers, got dtype {_dtype(indices)}", x)
+    return apply(_gather, (x, indices), {"index": (slice(None),) * axis + (None,), "at": (axis,)})
 
 
 def flip(x, axis=None):

@@ -74,8 +74,11 @@ class Adam(Optimizer):
                 g = g + weight_decay * p
         exp_avg = _lerp(state["exp_avg"], g, 1 - beta1)
         exp_avg_sq = state["exp_avg_sq"] * beta2 + (1 - beta2) * g * g
-        step_size = lr / (1 - beta1**step)
-        bias_correction2_sqrt = _scalar((1 - beta2**step) ** 0.5, dtype)
+        # NumPy's power in every mode: a compiled or static step computes it with np.power on its step
+        # node, and Python's ** (C's pow) can differ from NumPy's SIMD loop by an ulp, so eager and compiled
+        # steps would drift apart
+        step_size = lr / (1 - dnp.power(beta1, step))
+        bias_correction2_sqrt = _scalar(dnp.power(1 - dnp.power(beta2, step), 0.5), dtype)
         new_state = {"step": step, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
         v = exp_avg_sq
         if group["amsgrad"]:

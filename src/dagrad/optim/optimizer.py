@@ -75,9 +75,12 @@ def _write_state(states, p, key, value):
 
 def _scalar(x, dtype):
     """A scalar of an update in the parameter's dtype: a Python number as is (NumPy casts it, as torch
-    does); a graph node cast, since a float64 scalar node would promote a float32 update to float64."""
+    does); a graph node cast, since a float64 scalar node would promote a float32 update to float64; a
+    NumPy float64 (from dnp.power) as the Python float it equals, for the same reason."""
     if isinstance(x, Symbol) and x.dtype != dtype:
         return dnp.astype(x, dtype)
+    if type(x) is np.float64:
+        return float(x)
     return x
 
 
