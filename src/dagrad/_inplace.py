@@ -18,12 +18,14 @@ node or a transform's traced value cannot change: `+=` on one gives a new value 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ._core.backends import as_dtype, is_dask
 from ._core.errors import user_error
 from ._core.ir import graph_state
-from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq
+from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq, write_clock
 from .ops import elementwise as ew
 from .ops.shape import setitem
 
@@ -40,6 +42,9 @@ def _shadow(t):
     old._grad = None
     old._level = 0
     old._seq = t._seq
+    prior = getattr(t, "_prior", None)
+    if prior is not None:  # what t was before an earlier write: nodes recorded before that one find it here
+        old._prior = prior
     return old
 
 
@@ -114,11 +119,15 @@ def in_place(t, name, compute, *others):
     old = _shadow(t)
     result = compute(old, *others)
     _store(t, result, name)
-    # t becomes the result's node, recorded after the write (its own values are the new ones)
+    # t becomes the result's node, recorded after the write (its own values are the new ones). Nodes
+    # recorded before it that read t find what t was through _prior (autodiff._as_of): weakly, since the
+    # result's node holds it as an input; and the write clock says that the reverse sweep must look
+    # (a Dask value is rebound, not written: _store counted no write)
     for slot in _NODE_SLOTS:
         if hasattr(result, slot):
             setattr(t, slot, getattr(result, slot))
-    t._seq = next_seq()
+    t._prior = weakref.ref(old)
+    t._seq = write_clock.last = next_seq()
     return t
 
 

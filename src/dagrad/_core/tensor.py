@@ -193,9 +193,11 @@ class Tensor:
     """
 
     # _code/_line: where in the user's code a recorded node was made (see op._result);
-    # _write: the version counter, made at the first in-place write (see mark_written)
+    # _write: the version counter, made at the first in-place write (see mark_written);
+    # _prior: set by a recorded in-place write, which makes the tensor the write's node: a weak reference
+    # to the node it was, for the nodes recorded before the write (see autodiff._as_of)
     __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "_grad", "_level", "_seq", "_code", "_line",
-                 "_write", "__weakref__")
+                 "_write", "_prior", "__weakref__")
     __array_priority__ = 1000
     _symbolic = False  # True for the nodes of static graphs, which have no value
 

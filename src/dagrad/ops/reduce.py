@@ -49,6 +49,7 @@ def _extremum_op(name, forward):
         shape=_reduction_shape,
         dtype=first,
         batch=batching.over_axes,
+        saves=(0, "out"),
     )
 
 
@@ -75,6 +76,7 @@ _prod = defop(
     fresh=True,
     dtype=accumulated,
     batch=batching.over_axes,
+    saves=(0,),
 )
 
 
@@ -96,6 +98,7 @@ _cumsum = defop(
     fresh=True,
     dtype=accumulated,
     batch=batching.flat_axis,
+    saves=(),
 )
 
 def _arg_shape(shape, axis, keepdims):
@@ -183,6 +186,7 @@ _std_sqrt = defop(
     nargs=1,
     dtype=of_ufunc(np.sqrt),
     batch=batching.elementwise,
+    saves=("out",),
 )
 
 
