@@ -154,7 +154,7 @@ def test_a_rule_that_reads_what_it_does_not_declare_is_caught():
 
 @pytest.mark.parametrize("saves", [[0], (-1,), (0.5,), ((0,),)])
 def test_a_malformed_declaration_is_refused(saves):
-    with pytest.raises(TypeError, match="saves"):
+    with pytest.raises(TypeError, match="saves must be|saves holds"):
         defop("test_bad_saves", lambda x, y: x + y, vjp=(None, None), jvp=(None, None), saves=saves)
     assert "test_bad_saves" not in REGISTRY
 
@@ -164,13 +164,10 @@ _CONSTANT = [  # (name, dagrad's, PyTorch's)
     ("t * a", lambda t, a: t * a, lambda t, a: t * a),
     ("a * t", lambda t, a: a * t, lambda t, a: a * t),
     ("t / a", lambda t, a: t / a, lambda t, a: t / a),
-    ("a / t", lambda t, a: a / t, lambda t, a: a / t),
     ("t ** a", lambda t, a: t ** a, lambda t, a: t ** a),
     ("maximum", lambda t, a: dg.maximum(t, a), lambda t, a: torch.maximum(t, a)),
     ("arctan2", lambda t, a: dg.arctan2(t, a), lambda t, a: torch.atan2(t, a)),
-    ("hypot", lambda t, a: dg.hypot(t, a), lambda t, a: torch.hypot(t, a)),
-    ("where", lambda t, a: dg.where(a > 1.8, t, 0.0), lambda t, a: torch.where(a > 1.8, t, 0.0)),
-    ("clip", lambda t, a: dg.clip(t, a * 2, 10.0), lambda t, a: torch.clamp(t, a * 2, torch.tensor(10.0).double())),
+    ("clip", lambda t, a: dg.clip(t, a, 10.0), lambda t, a: torch.clamp(t, a, torch.tensor(10.0).double())),
     ("matmul", lambda t, a: t @ a, lambda t, a: t @ a),
     ("einsum", lambda t, a: dg.einsum("i,i->i", t, a), lambda t, a: torch.einsum("i,i->i", t, a)),
 ]
@@ -183,9 +180,18 @@ def test_a_numpy_operand_changed_after_the_forward_pass_does_not_change_the_grad
     u = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
     torch_f(u, torch.tensor(a)).sum().backward()
     y = f(t, a).sum()
-    a[:] = 0.25
+    a[:] = [5.0, 0.25]
     y.backward()
     np.testing.assert_allclose(t.grad.numpy(), u.grad.numpy())
+
+
+def test_a_mask_changed_after_the_forward_pass():
+    mask = np.array([True, False])
+    t = dg.tensor([3.0, 4.0], requires_grad=True)
+    y = dg.where(mask, t, 0.0).sum()
+    mask[:] = False
+    y.backward()
+    assert t.grad.tolist() == [1.0, 0.0]
 
 
 def test_the_issues_examples():
@@ -201,6 +207,12 @@ def test_the_issues_examples():
     idx[:] = 2
     y.backward()
     assert t.grad.tolist() == [1.0, 1.0, 0.0]
+    # as PyTorch decides: dg.tensor copies (torch.tensor), from_numpy and as_tensor share the memory (a write
+    # through the caller's own array is not seen by dagrad, as in PyTorch)
+    a = np.array([1.0, 2.0])
+    copied, shared, also_shared = dg.tensor(a), dg.from_numpy(a), dg.as_tensor(a)
+    a[0] = 7.0
+    assert copied.tolist() == [1.0, 2.0] and shared.tolist() == [7.0, 2.0] and also_shared.tolist() == [7.0, 2.0]
 
 
 def test_a_list_operand_changed_after_the_forward_pass():
@@ -283,15 +295,6 @@ def test_only_a_recorded_node_whose_rule_reads_an_array_copies_it():
         assert _peak(lambda: grad * a) < 1.5 * size
     assert _peak(lambda: grad + a) < 1.5 * size  # add's rule reads neither operand
     assert _peak(lambda: grad * a) > 1.9 * size  # the result and a's copy
-
-
-def test_tensors_share_as_pytorch_decides():
-    # dg.tensor copies (torch.tensor); from_numpy and as_tensor share the memory (a write through the
-    # caller's own array is not seen by dagrad, as in PyTorch)
-    a = np.array([1.0, 2.0])
-    copied, shared, also_shared = dg.tensor(a), dg.from_numpy(a), dg.as_tensor(a)
-    a[0] = 7.0
-    assert copied.tolist() == [1.0, 2.0] and shared.tolist() == [7.0, 2.0] and also_shared.tolist() == [7.0, 2.0]
 
 
 # -- item 9: only what a rule saved is checked
@@ -449,19 +452,17 @@ _LOSSES = {
 @pytest.mark.parametrize("name", list(_LOSSES))
 def test_losses_defined_on_real_numbers_refuse_complex_input(name):
     z = dg.tensor(_Z, requires_grad=True)
-    with pytest.raises(TypeError, match=r"real numbers only.*complex128"):
+    function = "cross_entropy" if name == "CrossEntropyLoss" else name.split()[0]
+    with pytest.raises(TypeError, match=rf"^{function}: is defined for real numbers only.*complex128"):
         _LOSSES[name](z)
 
 
-def test_a_complex_target_or_weight_is_refused_too():
+def test_a_complex_target_or_weight_is_refused_too_and_l1_loss_stays_real_as_pytorch():
     z = dg.tensor(_Z.real, requires_grad=True)
     with pytest.raises(TypeError, match="complex target"):
         F.mse_loss(z, np.zeros((2, 3)) * 1j)
     with pytest.raises(TypeError, match="complex weight"):
         F.cross_entropy(z, np.array([0, 2]), weight=np.ones(3) * 1j)
-
-
-def test_l1_loss_of_complex_values_is_real_as_pytorch():
     got = F.l1_loss(dg.tensor(_Z), np.zeros((2, 3)))
     expected = torch.nn.functional.l1_loss(torch.tensor(_Z), torch.zeros(2, 3, dtype=torch.complex128))
     assert got.dtype == np.float64 and np.isclose(got.item(), expected.item())
