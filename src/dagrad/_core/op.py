@@ -45,7 +45,7 @@ class Op:
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
                  "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier",
-                 "numpy_only", "saves", "reads", "copies_attrs")
+                 "numpy_only", "saves", "reads", "copies_attrs", "_saved", "copies_beside")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
                  shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
@@ -90,17 +90,23 @@ class Op:
         keys = [k for s in saves for k in s] if per_rule else saves or ()
         # whether recording looks in attrs for a caller's arrays to copy (an undeclared op's in every attribute)
         self.copies_attrs = saves is None or any(type(k) is str and k != "out" for k in keys)
+        self._saved = {}  # needed -> saved(needed), computed once each
+        # the binary fast path's question, answered once: whether input 1 is read when only input 0 needs a
+        # gradient, and input 0 when only input 1 does
+        self.copies_beside = tuple(saved is None or 1 - i in saved
+                                   for i, saved in enumerate((self.saved((0,)), self.saved((1,)))))
 
     def saved(self, needed):
-        """What the recorded node's vjp reads when the gradients of the inputs numbered `needed` are
-        computed: a frozenset (ints, "out", attribute names), or None for everything."""
-        saves = self.saves
-        if saves is None:
+        """What the recorded node's vjp reads when the gradients of the inputs numbered `needed` (a tuple)
+        are computed: a frozenset (ints, "out", attribute names), or None for everything."""
+        if self.saves is None:
             return None
-        reads = self.reads
-        if reads is None:
-            return frozenset(saves)
-        return frozenset().union(*(reads[i] for i in needed if i < len(reads)))
+        found = self._saved.get(needed)
+        if found is None:
+            reads = self.reads
+            found = self._saved[needed] = frozenset(self.saves) if reads is None else frozenset().union(
+                *(reads[i] for i in needed if i < len(reads)))
+        return found
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -272,9 +278,11 @@ def _result(op, out, inputs, attrs, record, level=0):
 def _owned(value):
     """An operand as a recorded node keeps it: a copy of an array or list the caller passed (and may
     write into before backward), as PyTorch converts a NumPy operand into a tensor of its own."""
-    if isinstance(value, (np.ndarray, list, tuple)):
+    if isinstance(value, _ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
         try:
-            return np.array(value, subok=True)
+            return np.array(value)
         except Exception:  # a ragged or odd list: kept as it is (the forward took it, the rule will too)
             return value
     return value.copy() if is_foreign(value) else value  # a CuPy array copied on its GPU; a Dask one shallowly
@@ -294,7 +302,7 @@ def saved_copies(op, args, attrs, level=0):
     version counter guards those) among what its vjp reads (`Op.saves`): the caller may write into them
     between the forward pass and backward (PyTorch converts NumPy operands into its own tensors). Only
     recorded nodes pay for the copies, and only for what their rules read (`t + a` copies nothing)."""
-    needed = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a._level == level and a._requires_grad]
+    needed = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a._level == level and a._requires_grad)
     return owned_copies(args, attrs, op.saved(needed), op.copies_attrs)
 
 
@@ -546,29 +554,12 @@ def _unary_function(op):
     return function
 
 
-def _with_operand(op, forward, a, b, ta, tb):
-    """The eager binary fast path where an operand beside the Tensor is an array or a list (not a number):
-    checked, and copied when the node is recorded and its rule reads it (`saved_copies`)."""
-    if not ta:
-        check_plain(op, a)
-    if not tb:
-        check_plain(op, b)
-    va = a._value if ta else a
-    vb = b._value if tb else b
-    try:
-        out = forward(va, vb)
-    except Exception as err:
-        raise _op_error(op, (va, vb), err) from err
-    record = op.differentiable and ((ta and a._requires_grad) or (tb and b._requires_grad))
-    args = (a, b)
-    if record and _grad_mode.enabled:
-        args = saved_copies(op, args, None)[0]
-    return _result(op, out, args, None, record)
-
-
 def _binary_function(op):
     forward = _checked_forward(op)
     differentiable = op.differentiable
+    # whether a recorded node keeps a copy of the caller's array a (b) beside a Tensor b (a) that needs a
+    # gradient: the Tensor's rule reads it (see saved_copies)
+    copies_a, copies_b = differentiable and op.copies_beside[1], differentiable and op.copies_beside[0]
 
     def function(a, b):
         ta = type(a) is Tensor
@@ -581,10 +572,16 @@ def _binary_function(op):
         else:
             eager = False
         if eager:
-            if (not ta and type(a) not in _PLAIN) or (not tb and type(b) not in _PLAIN):
-                return _with_operand(op, forward, a, b, ta, tb)
             va = a._value if ta else a
             vb = b._value if tb else b
+            if not ta and type(a) not in _PLAIN:  # an array or list: b is the Tensor
+                check_plain(op, a)
+                if copies_a and b._requires_grad and _grad_mode.enabled:
+                    a = _owned(a)
+            if not tb and type(b) not in _PLAIN:
+                check_plain(op, b)
+                if copies_b and a._requires_grad and _grad_mode.enabled:
+                    b = _owned(b)
             try:
                 out = forward(va, vb)
             except Exception as err:
