@@ -302,8 +302,12 @@ def saved_copies(op, args, attrs, level=0):
     version counter guards those) among what its vjp reads (`Op.saves`): the caller may write into them
     between the forward pass and backward (PyTorch converts NumPy operands into its own tensors). Only
     recorded nodes pay for the copies, and only for what their rules read (`t + a` copies nothing)."""
-    needed = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a._level == level and a._requires_grad)
-    return owned_copies(args, attrs, op.saved(needed), op.copies_attrs)
+    if op.reads is None:  # undeclared, or every rule reads the same: no need to ask which inputs need gradients
+        saved = None if op.saves is None else op.saved(())
+    else:
+        saved = op.saved(tuple(i for i, a in enumerate(args)
+                               if isinstance(a, Tensor) and a._level == level and a._requires_grad))
+    return owned_copies(args, attrs, saved, op.copies_attrs)
 
 
 def owned_copies(args, attrs, saved=None, in_attrs=True):

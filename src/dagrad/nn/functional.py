@@ -134,13 +134,16 @@ def _probability(p, name, where, *operands):
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def _real_operands(where, **operands):
+def _real_operands(where, input, target=None, weight=None, pos_weight=None):
     """Refuses complex operands of a loss defined on real numbers only (as PyTorch does): a complex input
     would give a complex loss, whose backward() would have to pick its real part silently."""
-    for name, value in operands.items():
-        if isinstance(value, (Tensor, np.ndarray, np.generic, complex)) and dtype_of(value).kind == "c":
+    for name, value in (("input", input), ("target", target), ("weight", weight), ("pos_weight", pos_weight)):
+        dtype = getattr(value, "dtype", None)
+        if dtype is None and isinstance(value, (complex, list, tuple)):  # numbers and lists: NumPy's reading
+            dtype = np.asarray(value).dtype
+        if dtype is not None and dtype.kind == "c":
             raise user_error(TypeError, where, f"is defined for real numbers only, got a complex {name} (dtype "
-                             f"{dtype_of(value)}); take its real part, imaginary part or abs() first", value)
+                             f"{dtype}); take its real part, imaginary part or abs() first", value)
 
 
 def _check_reduction(reduction, where):
