@@ -18,14 +18,12 @@ node or a transform's traced value cannot change: `+=` on one gives a new value 
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from ._core.backends import as_dtype, is_dask
 from ._core.errors import user_error
 from ._core.ir import graph_state
-from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq, write_clock
+from ._core.tensor import Tensor, _new, is_grad_enabled, mark_rebased, mark_written
 from .ops import elementwise as ew
 from .ops.shape import setitem
 
@@ -119,15 +117,12 @@ def in_place(t, name, compute, *others):
     old = _shadow(t)
     result = compute(old, *others)
     _store(t, result, name)
-    # t becomes the result's node, recorded after the write (its own values are the new ones). Nodes
-    # recorded before it that read t find what t was through _prior (autodiff._as_of): weakly, since the
-    # result's node holds it as an input; and the write clock says that the reverse sweep must look
-    # (a Dask value is rebound, not written: _store counted no write)
+    # t becomes the result's node, recorded after the write (its own values are the new ones); nodes
+    # recorded before it that read t still mean `old`
     for slot in _NODE_SLOTS:
         if hasattr(result, slot):
             setattr(t, slot, getattr(result, slot))
-    t._prior = weakref.ref(old)
-    t._seq = write_clock.last = next_seq()
+    mark_rebased(t, old)
     return t
 
 

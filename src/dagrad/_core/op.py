@@ -45,7 +45,7 @@ class Op:
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
                  "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier",
-                 "numpy_only", "saves", "reads", "copies_attrs", "_saved", "copies_beside")
+                 "numpy_only", "saves", "reads", "array_attrs", "_saved", "copies_beside")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
                  shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
@@ -88,8 +88,9 @@ class Op:
         per_rule = bool(saves) and all(type(s) is tuple for s in saves)
         self.reads = tuple(frozenset(s) for s in saves) if per_rule else None
         keys = [k for s in saves for k in s] if per_rule else saves or ()
-        # whether recording looks in attrs for a caller's arrays to copy (an undeclared op's in every attribute)
-        self.copies_attrs = saves is None or any(type(k) is str and k != "out" for k in keys)
+        # the attributes in which recording looks for a caller's arrays to copy: None for every one (undeclared)
+        names = dict.fromkeys(k for k in keys if type(k) is str and k != "out")
+        self.array_attrs = None if saves is None else tuple(names)
         self._saved = {}  # needed -> saved(needed), computed once each
         # the binary fast path's question, answered once: whether input 1 is read when only input 0 needs a
         # gradient, and input 0 when only input 1 does
@@ -288,13 +289,17 @@ def _owned(value):
     return value.copy() if is_foreign(value) else value  # a CuPy array copied on its GPU; a Dask one shallowly
 
 
+_FIXED = _PLAIN | {slice, type(Ellipsis), str}  # attribute values no one can change in place
+
+
 def _owned_attr(value):
     """An attribute (an index: an array, or a tuple of parts) with copies of the arrays it holds."""
-    if isinstance(value, np.ndarray) or is_foreign(value):
-        return value.copy()
-    if type(value) is tuple and any(isinstance(p, np.ndarray) or is_foreign(p) for p in value):
-        return tuple(_owned_attr(p) for p in value)
-    return value
+    kind = type(value)
+    if kind in _FIXED:
+        return value
+    if kind is tuple:
+        return value if all(type(p) in _FIXED for p in value) else tuple(_owned_attr(p) for p in value)
+    return value.copy() if isinstance(value, _ndarray) or is_foreign(value) else value
 
 
 def saved_copies(op, args, attrs, level=0):
@@ -307,12 +312,12 @@ def saved_copies(op, args, attrs, level=0):
     else:
         saved = op.saved(tuple(i for i, a in enumerate(args)
                                if isinstance(a, Tensor) and a._level == level and a._requires_grad))
-    return owned_copies(args, attrs, saved, op.copies_attrs)
+    return owned_copies(args, attrs, saved, op.array_attrs)
 
 
-def owned_copies(args, attrs, saved=None, in_attrs=True):
-    """args and attrs with copies of the caller's arrays among `saved` (see Op.saved; None: all of them),
-    looking into attrs only `in_attrs`."""
+def owned_copies(args, attrs, saved=None, names=None):
+    """args and attrs with copies of the caller's arrays: among the inputs numbered in `saved` (see
+    Op.saved; None: all of them), and in the attributes `names` (None: all of them)."""
     copied = None
     for i, a in enumerate(args):
         if (saved is None or i in saved) and not isinstance(a, Tensor) and type(a) not in _PLAIN:
@@ -322,12 +327,20 @@ def owned_copies(args, attrs, saved=None, in_attrs=True):
                 copied[i] = owned
     if copied is not None:
         args = tuple(copied)
-    if in_attrs and type(attrs) is dict:
-        names = attrs if saved is None else [k for k in saved if type(k) is str and k in attrs]
-        owned = {k: _owned_attr(attrs[k]) for k in names}
-        if any(owned[k] is not attrs[k] for k in owned):
-            attrs = {**attrs, **owned}
-    return args, attrs
+    return args, owned_attrs(attrs, names)
+
+
+def owned_attrs(attrs, names=None):
+    """attrs with copies of the caller's arrays held in the attributes `names` (None: all of them)."""
+    if type(attrs) is dict:
+        for name in tuple(attrs) if names is None else names:
+            value = attrs.get(name)
+            if type(value) in _FIXED:
+                continue
+            owned = _owned_attr(value)
+            if owned is not value:
+                attrs = {**attrs, name: owned}
+    return attrs
 
 
 def apply(op, args, attrs=None):
@@ -355,8 +368,11 @@ def apply(op, args, attrs=None):
         return _call_forward(op, args, attrs)
     out = _call_forward(op, values, attrs)
     record = record and op.differentiable
-    if record and (operand or attrs is not None and op.copies_attrs) and _grad_mode.enabled:
-        args, attrs = saved_copies(op, args, attrs)
+    if record and _grad_mode.enabled:  # the caller's arrays that the node's rules read: copied
+        if operand:
+            args, attrs = saved_copies(op, args, attrs)
+        elif attrs is not None and op.array_attrs != ():
+            attrs = owned_attrs(attrs, op.array_attrs)
     return _result(op, out, args, attrs, record)
 
 
@@ -392,8 +408,11 @@ def _apply_traced(op, args, attrs):
     record = op.differentiable and any(isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args)
     # level 0 holds raw values; a higher level's values may be boxes of lower levels
     out = _call_forward(op, values, attrs) if level == 0 else _apply_traced(op, values, attrs)
-    if record and (operand or attrs is not None and op.copies_attrs) and _grad_mode.enabled:
-        args, attrs = saved_copies(op, args, attrs, level)
+    if record and _grad_mode.enabled:
+        if operand:
+            args, attrs = saved_copies(op, args, attrs, level)
+        elif attrs is not None and op.array_attrs != ():
+            attrs = owned_attrs(attrs, op.array_attrs)
     return _result(op, out, args, attrs, record, level)
 
 

@@ -181,6 +181,15 @@ def mark_written(t):
         version.code, version.line = frame.f_code, frame.f_lasti
 
 
+def mark_rebased(t, was):
+    """Records that a recorded in-place write made `t` the node of the write (`h *= 3`), where `was` stands
+    for the node t was: nodes recorded before the write that read t find it here (autodiff._as_of), weakly,
+    since the write's node holds it as an input. The write clock tells the reverse sweep to look (a Dask
+    value is rebound rather than written, which mark_written does not see)."""
+    t._prior = weakref.ref(was)
+    t._seq = write_clock.last = next_seq()
+
+
 class Tensor:
     """An n-dimensional array that records how it was computed.
 
