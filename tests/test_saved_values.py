@@ -273,6 +273,26 @@ def test_under_transforms_too():
     assert t.grad.tolist() == expected.tolist()
 
 
+def test_control_flow_closing_over_an_array_changed_before_backward():
+    # the loop's and the branch's bodies read `a` as a constant: their nodes (undeclared: everything
+    # saved) keep copies of it
+    programs = {
+        "fori_loop": (lambda a: lambda c: dg.fori_loop(0, 2, lambda i, v: v * a, c), lambda a: a * a),
+        "scan": (lambda a: lambda c: dg.scan(lambda v, x: (v * a, None), c, None, length=2)[0], lambda a: a * a),
+        "while_loop": (lambda a: lambda c: dg.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, s[1] * a),
+                                                         (0, c))[1], lambda a: a * a),
+        "cond": (lambda a: lambda c: dg.cond(True, lambda v: v * a, lambda v: v, c), lambda a: a),
+    }
+    for name, (program, gradient) in programs.items():
+        a = np.array([1.5, 2.0])
+        expected = gradient(a.copy())
+        t = dg.tensor([3.0, 4.0], requires_grad=True)
+        y = program(a)(t).sum()
+        a[:] = 0.0
+        y.backward()
+        np.testing.assert_array_equal(t.grad.numpy(), expected, err_msg=name)
+
+
 def _peak(f):
     f()  # warm up: caches, the first node's allocations
     tracemalloc.start()
