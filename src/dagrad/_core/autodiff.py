@@ -154,8 +154,8 @@ def _recorded_inputs(node, level):
     recorded = inputs = node.inputs
     if any(isinstance(a, Tensor) and a._seq > seq and getattr(a, "_prior", None) is not None for a in inputs):
         recorded = tuple(_as_of(node, a) if isinstance(a, Tensor) else a for a in inputs)
-    needed = tuple(i for i, a in enumerate(recorded) if isinstance(a, Tensor) and a._requires_grad and a._level == level)
-    saved = node.op.saved(needed)
+    saved = node.op.saved(tuple(i for i, a in enumerate(recorded)
+                                if isinstance(a, Tensor) and a._requires_grad and a._level == level))
     if saved is None or "out" in saved:
         _check_written(node, node, seq)
     for i, a in enumerate(inputs):
