@@ -23,7 +23,7 @@ import numpy as np
 from ._core.backends import as_dtype, is_dask
 from ._core.errors import user_error
 from ._core.ir import graph_state
-from ._core.tensor import Tensor, _new, is_grad_enabled, mark_written, next_seq
+from ._core.tensor import Tensor, _new, is_grad_enabled, mark_rebased, mark_written
 from .ops import elementwise as ew
 from .ops.shape import setitem
 
@@ -40,6 +40,9 @@ def _shadow(t):
     old._grad = None
     old._level = 0
     old._seq = t._seq
+    prior = getattr(t, "_prior", None)
+    if prior is not None:  # what t was before an earlier write: nodes recorded before that one find it here
+        old._prior = prior
     return old
 
 
@@ -114,11 +117,12 @@ def in_place(t, name, compute, *others):
     old = _shadow(t)
     result = compute(old, *others)
     _store(t, result, name)
-    # t becomes the result's node, recorded after the write (its own values are the new ones)
+    # t becomes the result's node, recorded after the write (its own values are the new ones); nodes
+    # recorded before it that read t still mean `old`
     for slot in _NODE_SLOTS:
         if hasattr(result, slot):
             setattr(t, slot, getattr(result, slot))
-    t._seq = next_seq()
+    mark_rebased(t, old)
     return t
 
 

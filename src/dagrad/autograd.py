@@ -15,7 +15,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from ._core.autodiff import backward as _backward
-from ._core.autodiff import reverse_sweep
+from ._core.autodiff import complex_seed_error, reverse_sweep
 from ._core.backends import as_dtype, is_dask, ones
 from ._core.errors import user_error
 from ._core.tensor import Tensor, _leaf, enable_grad
@@ -42,6 +42,8 @@ def _seeds(outputs, grad_outputs, create_graph, where):
             if out.size != 1:
                 raise user_error(RuntimeError, where, f"grad can be created implicitly only for one-element "
                                  f"outputs, got shape {out.shape}; pass grad_outputs", out)
+            if out.dtype.kind == "c":
+                raise complex_seed_error(where, out)
             g = ones(out.shape, out.dtype, out._raw())  # a Dask output's seed is a Dask array
         elif tuple(np.shape(g)) != out.shape:
             raise user_error(ValueError, where, f"a grad_output of shape {tuple(np.shape(g))} for an output of "

@@ -30,7 +30,7 @@ from ._core.autodiff import _check_versions, check_numeric, reverse_sweep
 from ._core.dtypes import first
 from ._core.errors import user_error
 from ._core.ir import Symbol, build
-from ._core.op import Op, _result, apply
+from ._core.op import Op, _result, apply, owned_copies
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Tensor, _leaf, enable_grad, is_symbolic, next_seq, write_clock
@@ -220,8 +220,10 @@ class _Tape:
                     externals.append(a)
         for node in order:
             index[node] = len(index)
-        steps = [(node.op, tuple(_Ref(index[a]) if isinstance(a, Tensor) else a for a in node.inputs), node.attrs,
-                  _where(node)) for node in order]
+        # the steps keep their own copies of the arrays the caller passed: the replay reads them all, and the
+        # caller may write into them before backward (recording copies only those a rule reads, op.saved_copies)
+        steps = [(node.op, *owned_copies(tuple(_Ref(index[a]) if isinstance(a, Tensor) else a for a in node.inputs),
+                                         node.attrs), _where(node)) for node in order]
         wanted = [a._requires_grad and a._level == level for a in externals]
         return cls(steps, wanted), externals
 

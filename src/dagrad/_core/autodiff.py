@@ -119,23 +119,70 @@ def _modified_error(node, changed, version):
     return RuntimeError(
         f"backward: {what}{f' (computed at {made})' if made else ''} that {node.op.name} saved for its gradient "
         f"(at {location(node) or 'an unknown line'}) was modified in place (or taken for writing through .value) at "
-        f"{version.where()} (version {version.count}), after {node.op.name} used it; its gradient "
+        f"{'an unknown line' if version is None else f'{version.where()} (version {version.count})'}, after "
+        f"{node.op.name} used it; its gradient "
         f"would use the new values. Change values before the forward pass, read them with .numpy() (read-only), "
         f"or write to a copy; PyTorch raises too (at {user_line()})"
     )
 
 
+def _check_written(node, a, seq):
+    """Raises if `a`'s values (or the memory they live in), which `node` saved, were written in place
+    after `node` was recorded (at `seq`)."""
+    version = getattr(a, "_write", None)
+    if version is None or version.seq <= seq:
+        version = storage_write(a._value)
+    if version is not None and version.seq > seq:
+        raise _modified_error(node, a, version)
+
+
 def _check_versions(node):
-    """Raises if a value `node` saved (or the memory it lives in) was written in place after the
-    node was recorded."""
+    """Raises if an input of `node`, or its output, was written in place after `node` was recorded: all
+    that running `node` again needs (a checkpoint's tape replays its nodes, dagrad/remat.py)."""
     seq = node._seq
     for a in (node, *node.inputs):
         if isinstance(a, Tensor):
-            version = getattr(a, "_write", None)
-            if version is None or version.seq <= seq:
-                version = storage_write(a._value)
-            if version is not None and version.seq > seq:
-                raise _modified_error(node, a, version)
+            _check_written(node, a, seq)
+            if a._seq > seq and getattr(a, "_prior", None) is not None:  # made a write's node (a Dask value,
+                raise _modified_error(node, a, getattr(a, "_write", None))  # rebound, counts no write)
+
+
+def _as_of(node, a):
+    """Input `a` of `node` as it was when `node` was recorded: a recorded in-place write since (`h *= 3`)
+    made `a` the node of the write, and kept the node `a` was before (`Tensor._prior`, a weak reference:
+    the write's node holds it as an input)."""
+    while a._seq > node._seq:
+        ref = getattr(a, "_prior", None)
+        prior = None if ref is None else ref()
+        if prior is None:  # the write's graph was freed by a backward(), and with it the node `a` was
+            raise RuntimeError(
+                f"backward: an input of {node.op.name} (made at {location(node) or 'an unknown line'}) was changed "
+                f"in place after {node.op.name} used it, and what it was before the change was freed by a backward() "
+                f"through the change since; pass retain_graph=True to that backward(), or change a copy (at "
+                f"{user_line()})")
+        a = prior
+    return a
+
+
+def _recorded_inputs(node, level):
+    """`node`'s inputs as it recorded them, once checked (only when some value was written in place since
+    `node` was recorded). Raises if a value its vjp reads (`Op.saves`, given which inputs need gradients)
+    or the memory it lives in was written in place since, as PyTorch checks the tensors an op saved; a
+    write to a value the rule does not read (`add`'s inputs) is fine. An input that a recorded in-place write
+    made the write's node since stands for the node it was (`_as_of`), as PyTorch's graph edges point to
+    the gradient function of the time: the gradient flows where it did when `node` was recorded."""
+    seq = node._seq
+    recorded = inputs = node.inputs
+    if any(isinstance(a, Tensor) and a._seq > seq and getattr(a, "_prior", None) is not None for a in inputs):
+        recorded = tuple(_as_of(node, a) if isinstance(a, Tensor) else a for a in inputs)
+    saved = node.op.saved(tuple(i for i, a in enumerate(recorded)
+                                if isinstance(a, Tensor) and a._requires_grad and a._level == level))
+    if saved is None or "out" in saved:
+        _check_written(node, node, seq)
+    for i, a in enumerate(inputs):
+        if isinstance(a, Tensor) and (saved is None or i in saved):
+            _check_written(node, a, seq)  # the input itself: writes to it are counted there, not in what it was
+    return recorded
 
 
 def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic):
@@ -162,7 +209,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
         if inputs is None:
             raise _freed_error(node)
         if last_write > node._seq:
-            _check_versions(node)
+            inputs = _recorded_inputs(node, level)
         if free:
             node.inputs = None  # release what this node kept alive as soon as it is used
         if symbolic:
@@ -255,6 +302,8 @@ def backward(tensor, grad=None, retain_graph=None, create_graph=False):
         if None in shape or math.prod(shape) != 1:
             raise user_error(ValueError, "backward", f"grad can be created implicitly only for a one-element "
                              f"output, got shape {shape}; pass grad= of that shape", tensor)
+        if dtype.kind == "c":
+            raise complex_seed_error("backward", tensor)
         seed = ones(shape, dtype, tensor._value)  # a Dask output's seed is a Dask array: cotangents stay lazy
     else:
         check_numeric(grad, "backward", "grad")
@@ -341,6 +390,15 @@ def _with_references(mapping):
 
 
 _SOLE = next(_with_references({None: np.empty(1)}))[2]  # the count of a value only the mapping holds
+
+
+def complex_seed_error(where, output):
+    """The error for a gradient asked of a complex output without a cotangent: seeding it with 1 would
+    differentiate its real part silently (PyTorch: "grad can be implicitly created only for real scalar
+    outputs"; dg.grad refuses too)."""
+    return user_error(TypeError, where, f"grad can be created implicitly only for a real output, got dtype "
+                      f"{output.dtype}: differentiate its real part, imaginary part or abs(), or pass the cotangent "
+                      f"(grad=) for a vector-Jacobian product", output)
 
 
 def check_numeric(value, where, what, real_float=False):

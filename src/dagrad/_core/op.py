@@ -11,6 +11,15 @@ input's contribution (None for a non-differentiable input), or one joint rule: f
 `rule(g, out, *inputs, **attrs)` returning a tuple of cotangents, for jvp `rule(tangents, out, *inputs,
 **attrs)` with None for inputs without a tangent. The engine reduces a broadcast cotangent to its
 input's shape (vjp) and broadcasts a tangent to the output's shape (jvp), so no rule does that itself.
+
+`saves` declares which values the vjp reads (beyond shapes and dtypes, which never change in place):
+input numbers, "out" for the output, and the names of attributes that may hold a caller's arrays
+(an index). What it reads is what a recorded node saves: the reverse sweep checks that none of it was
+written in place since (the version counter), and a NumPy array the caller passed for it is copied
+when the node is recorded, so that a later write into it cannot change the gradient. A flat tuple
+holds for every input's rule; a tuple of tuples, one per rule, says what each rule reads (a
+multiplication's rule for x reads y only). Undeclared (None) means everything. tests/test_saved_values.py
+runs every rule with what it does not declare replaced by NaN, so a declaration is checked, not trusted.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from sys import _getframe
 
 import numpy as np
 
-from .backends import check_dask_mixing, is_dask, mixing_error, same_unknown
+from .backends import check_dask_mixing, is_dask, is_foreign, mixing_error, same_unknown
 from .errors import _PACKAGE_DIR, op_error, user_error
 from .ir import build
 from .shapes import broadcast_shapes, shape_of
@@ -36,11 +45,11 @@ class Op:
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
                  "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier",
-                 "numpy_only")
+                 "numpy_only", "saves", "reads", "array_attrs", "_saved", "copies_beside")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
                  shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
-                 barrier=False, numpy_only=False):
+                 barrier=False, numpy_only=False, saves=None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -73,26 +82,53 @@ class Op:
         # its forward runs code only NumPy arrays go through (LAPACK, SciPy, a write into a NumPy array):
         # given a Dask array it would load it whole, silently, so a Dask value is refused instead
         self.numpy_only = numpy_only
+        # what the vjp reads (see the module docstring); `reads`: per input, the frozenset its rule reads
+        # (ints: inputs, "out", attribute names), or None where every rule reads the same (`saves` flat)
+        self.saves = saves
+        per_rule = bool(saves) and all(type(s) is tuple for s in saves)
+        self.reads = tuple(frozenset(s) for s in saves) if per_rule else None
+        keys = [k for s in saves for k in s] if per_rule else saves or ()
+        # the attributes in which recording looks for a caller's arrays to copy: None for every one (undeclared)
+        names = dict.fromkeys(k for k in keys if type(k) is str and k != "out")
+        self.array_attrs = None if saves is None else tuple(names)
+        self._saved = {}  # needed -> saved(needed), computed once each
+        # the binary fast path's question, answered once: whether input 1 is read when only input 0 needs a
+        # gradient, and input 0 when only input 1 does
+        self.copies_beside = tuple(saved is None or 1 - i in saved
+                                   for i, saved in enumerate((self.saved((0,)), self.saved((1,)))))
+
+    def saved(self, needed):
+        """What the recorded node's vjp reads when the gradients of the inputs numbered `needed` (a tuple)
+        are computed: a frozenset (ints, "out", attribute names), or None for everything."""
+        if self.saves is None:
+            return None
+        found = self._saved.get(needed)
+        if found is None:
+            reads = self.reads
+            found = self._saved[needed] = frozenset(self.saves) if reads is None else frozenset().union(
+                *(reads[i] for i in needed if i < len(reads)))
+        return found
 
     def __repr__(self):
         return f"<op {self.name}>"
 
 
 def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None,
-          batch=None, boxed_index=False, numpy_only=False):
+          batch=None, boxed_index=False, numpy_only=False, saves=None):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
-    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` as in the module docstring; an op
-    with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a fast calling
-    convention for elementwise ops without attributes. `fresh`, `shape_source`, `dtype`, `batch` and
-    `boxed_index`, `numpy_only`: see Op (generic batching rules are in _core/batching.py).
+    `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` and `saves` as in the module
+    docstring; an op with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a
+    fast calling convention for elementwise ops without attributes. `fresh`, `shape_source`, `dtype`,
+    `batch` and `boxed_index`, `numpy_only`: see Op (generic batching rules are in _core/batching.py).
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
     if (vjp is None) != (jvp is None):
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
+    _check_saves(name, saves, vjp)
     op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source, dtype=dtype,
-            batch=batch, boxed_index=boxed_index, numpy_only=numpy_only)
+            batch=batch, boxed_index=boxed_index, numpy_only=numpy_only, saves=saves)
     # The unary and binary functions take eager Tensors and plain values without `apply`: with
     # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
     # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25
@@ -102,6 +138,20 @@ def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=Fa
     op.function.op = op
     REGISTRY[name] = op
     return op
+
+
+def _check_saves(name, saves, vjp):
+    """Refuses a `saves` declaration that is not a tuple of what rules can read, or one per rule."""
+    if saves is None:
+        return
+    per_rule = bool(saves) and type(saves) is tuple and all(type(s) is tuple for s in saves)
+    if type(saves) is not tuple or (per_rule and (type(vjp) is not tuple or len(saves) != len(vjp))):
+        raise user_error(TypeError, "defop", f"op {name!r}: saves must be a tuple of input numbers, 'out' and "
+                         f"attribute names, or one such tuple per vjp rule, got {saves!r}")
+    for key in (k for s in saves for k in s) if per_rule else saves:
+        if not (type(key) is str or (type(key) is int and key >= 0)):
+            raise user_error(TypeError, "defop", f"op {name!r}: saves holds {key!r}, neither an input number, "
+                             "'out' nor an attribute name")
 
 
 def public(op):
@@ -226,11 +276,78 @@ def _result(op, out, inputs, attrs, record, level=0):
     return t
 
 
+def _owned(value):
+    """An operand as a recorded node keeps it: a copy of an array or list the caller passed (and may
+    write into before backward), as PyTorch converts a NumPy operand into a tensor of its own."""
+    if isinstance(value, _ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        try:
+            return np.array(value)
+        except Exception:  # a ragged or odd list: kept as it is (the forward took it, the rule will too)
+            return value
+    return value.copy() if is_foreign(value) else value  # a CuPy array copied on its GPU; a Dask one shallowly
+
+
+_FIXED = _PLAIN | {slice, type(Ellipsis), str}  # attribute values no one can change in place
+
+
+def _owned_attr(value):
+    """An attribute (an index: an array, or a tuple of parts) with copies of the arrays it holds."""
+    kind = type(value)
+    if kind in _FIXED:
+        return value
+    if kind is tuple:
+        return value if all(type(p) in _FIXED for p in value) else tuple(_owned_attr(p) for p in value)
+    return value.copy() if isinstance(value, _ndarray) or is_foreign(value) else value
+
+
+def saved_copies(op, args, attrs, level=0):
+    """args and attrs for a node about to be recorded, with copies of the caller's arrays (not Tensors: the
+    version counter guards those) among what its vjp reads (`Op.saves`): the caller may write into them
+    between the forward pass and backward (PyTorch converts NumPy operands into its own tensors). Only
+    recorded nodes pay for the copies, and only for what their rules read (`t + a` copies nothing)."""
+    if op.reads is None:  # undeclared, or every rule reads the same: no need to ask which inputs need gradients
+        saved = None if op.saves is None else op.saved(())
+    else:
+        saved = op.saved(tuple(i for i, a in enumerate(args)
+                               if isinstance(a, Tensor) and a._level == level and a._requires_grad))
+    return owned_copies(args, attrs, saved, op.array_attrs)
+
+
+def owned_copies(args, attrs, saved=None, names=None):
+    """args and attrs with copies of the caller's arrays: among the inputs numbered in `saved` (see
+    Op.saved; None: all of them), and in the attributes `names` (None: all of them)."""
+    copied = None
+    for i, a in enumerate(args):
+        if (saved is None or i in saved) and not isinstance(a, Tensor) and type(a) not in _PLAIN:
+            owned = _owned(a)
+            if owned is not a:
+                copied = copied or list(args)
+                copied[i] = owned
+    if copied is not None:
+        args = tuple(copied)
+    return args, owned_attrs(attrs, names)
+
+
+def owned_attrs(attrs, names=None):
+    """attrs with copies of the caller's arrays held in the attributes `names` (None: all of them)."""
+    if type(attrs) is dict:
+        for name in tuple(attrs) if names is None else names:
+            value = attrs.get(name)
+            if type(value) in _FIXED:
+                continue
+            owned = _owned_attr(value)
+            if owned is not value:
+                attrs = {**attrs, name: owned}
+    return attrs
+
+
 def apply(op, args, attrs=None):
     """Runs `op` on `args` (a tuple), dispatching on the highest transform level present."""
     # the common case in one pass: eager Tensors (level 0, not a static graph's) and plain values
     values = []
-    boxed = record = False
+    boxed = record = operand = False
     for a in args:
         if isinstance(a, Tensor):
             if a._level or a._symbolic:
@@ -240,27 +357,38 @@ def apply(op, args, attrs=None):
             values.append(a._value)
         else:
             kind = type(a)
-            if kind not in _PLAIN and (kind is not np.ndarray or a.dtype.kind == "O"):
-                check_plain(op, a)
+            if kind not in _PLAIN:
+                if kind is not np.ndarray or a.dtype.kind == "O":
+                    check_plain(op, a)
+                operand = True  # an array or list the caller may change later: a recorded node copies it
             values.append(a)
     if op.boxed_index and _index_level(attrs):  # a vmap box in the index, over an eager tensor or an array
         return _apply_traced(op, args, attrs)
     if not boxed:
         return _call_forward(op, args, attrs)
-    return _result(op, _call_forward(op, values, attrs), args, attrs, record and op.differentiable)
+    out = _call_forward(op, values, attrs)
+    record = record and op.differentiable
+    if record and _grad_mode.enabled:  # the caller's arrays that the node's rules read: copied
+        if operand:
+            args, attrs = saved_copies(op, args, attrs)
+        elif attrs is not None and op.array_attrs != ():
+            attrs = owned_attrs(attrs, op.array_attrs)
+    return _result(op, out, args, attrs, record)
 
 
 def _apply_traced(op, args, attrs):
     """apply() where a transform's box or a static graph's node is among the arguments."""
     top = None
-    symbolic = False
+    symbolic = operand = False
     for a in args:
         if isinstance(a, Tensor):
             symbolic = symbolic or a._symbolic
             if top is None or a._level > top._level:
                 top = a
-        elif type(a) not in _PLAIN and (type(a) is not np.ndarray or a.dtype.kind == "O"):
-            check_plain(op, a)
+        elif type(a) not in _PLAIN:
+            if type(a) is not np.ndarray or a.dtype.kind == "O":
+                check_plain(op, a)
+            operand = True
     if op.boxed_index:
         index_level = _index_level(attrs)
         if index_level > (0 if top is None else top._level):
@@ -280,6 +408,11 @@ def _apply_traced(op, args, attrs):
     record = op.differentiable and any(isinstance(a, Tensor) and a._level == level and a._requires_grad for a in args)
     # level 0 holds raw values; a higher level's values may be boxes of lower levels
     out = _call_forward(op, values, attrs) if level == 0 else _apply_traced(op, values, attrs)
+    if record and _grad_mode.enabled:
+        if operand:
+            args, attrs = saved_copies(op, args, attrs, level)
+        elif attrs is not None and op.array_attrs != ():
+            attrs = owned_attrs(attrs, op.array_attrs)
     return _result(op, out, args, attrs, record, level)
 
 
@@ -449,6 +582,9 @@ def _unary_function(op):
 def _binary_function(op):
     forward = _checked_forward(op)
     differentiable = op.differentiable
+    # whether a recorded node keeps a copy of the caller's array a (b) beside a Tensor b (a) that needs a
+    # gradient: the Tensor's rule reads it (see saved_copies)
+    copies_a, copies_b = differentiable and op.copies_beside[1], differentiable and op.copies_beside[0]
 
     def function(a, b):
         ta = type(a) is Tensor
@@ -463,10 +599,14 @@ def _binary_function(op):
         if eager:
             va = a._value if ta else a
             vb = b._value if tb else b
-            if not ta and type(a) not in _PLAIN:
+            if not ta and type(a) not in _PLAIN:  # an array or list: b is the Tensor
                 check_plain(op, a)
+                if copies_a and b._requires_grad and _grad_mode.enabled:
+                    a = _owned(a)
             if not tb and type(b) not in _PLAIN:
                 check_plain(op, b)
+                if copies_b and a._requires_grad and _grad_mode.enabled:
+                    b = _owned(b)
             try:
                 out = forward(va, vb)
             except Exception as err:

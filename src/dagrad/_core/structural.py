@@ -104,6 +104,7 @@ _reshape = defop(
     dtype=first,
     shape_source=True,
     batch=lambda op, values, batched, attrs: _resized(op, values, batched, attrs),
+    saves=(),
 )
 
 
@@ -141,6 +142,7 @@ _broadcast_to = defop(
     dtype=first,
     shape_source=True,
     batch=lambda op, values, batched, attrs: _resized(op, values, batched, attrs, lead(values[0], len(attrs["shape"]))),
+    saves=(),
 )
 
 
@@ -183,6 +185,7 @@ _sum = defop(
     fresh=True,
     dtype=accumulated,
     batch=over_axes,
+    saves=(),
 )
 
 def _sum_to_forward(x, like):
@@ -204,6 +207,7 @@ _sum_to = defop(
     shape=lambda x_shape, like_shape: tuple(like_shape),
     dtype=first,
     batch=lambda op, values, batched, attrs: _sum_to_batch(*values, *batched),
+    saves=(),
 )
 
 
@@ -251,6 +255,7 @@ _real = defop(
     nargs=1,
     dtype=real_part,
     batch=elementwise,
+    saves=(),
 )
 real = _real.function
 real.__doc__ = """The real part, as `np.real` (of a real array: the array itself).

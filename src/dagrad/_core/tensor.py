@@ -181,6 +181,15 @@ def mark_written(t):
         version.code, version.line = frame.f_code, frame.f_lasti
 
 
+def mark_rebased(t, was):
+    """Records that a recorded in-place write made `t` the node of the write (`h *= 3`), where `was` stands
+    for the node t was: nodes recorded before the write that read t find it here (autodiff._as_of), weakly,
+    since the write's node holds it as an input. The write clock tells the reverse sweep to look (a Dask
+    value is rebound rather than written, which mark_written does not see)."""
+    t._prior = weakref.ref(was)
+    t._seq = write_clock.last = next_seq()
+
+
 class Tensor:
     """An n-dimensional array that records how it was computed.
 
@@ -193,9 +202,11 @@ class Tensor:
     """
 
     # _code/_line: where in the user's code a recorded node was made (see op._result);
-    # _write: the version counter, made at the first in-place write (see mark_written)
+    # _write: the version counter, made at the first in-place write (see mark_written);
+    # _prior: set by a recorded in-place write, which makes the tensor the write's node: a weak reference
+    # to the node it was, for the nodes recorded before the write (see autodiff._as_of)
     __slots__ = ("_value", "op", "inputs", "attrs", "_requires_grad", "_grad", "_level", "_seq", "_code", "_line",
-                 "_write", "__weakref__")
+                 "_write", "_prior", "__weakref__")
     __array_priority__ = 1000
     _symbolic = False  # True for the nodes of static graphs, which have no value
 

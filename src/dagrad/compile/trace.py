@@ -7,7 +7,7 @@ import inspect
 
 import numpy as np
 
-from .._core.autodiff import reverse_sweep
+from .._core.autodiff import complex_seed_error, reverse_sweep
 from .._core.backends import as_dtype, compute_together, has_unknown_size, is_dask, unknown_size_error
 from .._core.errors import caller_line, user_error
 from .._core.ir import Graph, Symbol, WeakScalar, new_symbol
@@ -261,6 +261,8 @@ def _traced_backward(graph, loss, gradient):
     if tuple(loss._shape) != () and gradient is None:
         raise user_error(ValueError, "backward", f"grad can be created implicitly only for a one-element output, "
                          f"got shape {tuple(loss._shape)}; pass grad= of that shape", loss)
+    if gradient is None and loss._dtype.kind == "c":  # as eager backward(): the real part would be silent
+        raise complex_seed_error("backward", loss)
     if not loss._requires_grad:
         raise user_error(RuntimeError, "backward", "the loss does not depend on any parameter that requires grad",
                          loss)

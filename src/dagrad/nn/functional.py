@@ -138,6 +138,18 @@ def _probability(p, name, where, *operands):
 _REDUCTIONS = ("mean", "sum", "none")
 
 
+def _real_operands(where, input, target=None, weight=None, pos_weight=None):
+    """Refuses complex operands of a loss defined on real numbers only (as PyTorch does): a complex input
+    would give a complex loss, whose backward() would have to pick its real part silently."""
+    for name, value in (("input", input), ("target", target), ("weight", weight), ("pos_weight", pos_weight)):
+        dtype = getattr(value, "dtype", None)
+        if dtype is None and isinstance(value, (complex, list, tuple)):  # numbers and lists: NumPy's reading
+            dtype = np.asarray(value).dtype
+        if dtype is not None and dtype.kind == "c":
+            raise user_error(TypeError, where, f"is defined for real numbers only, got a complex {name} (dtype "
+                             f"{dtype}); take its real part, imaginary part or abs() first", value)
+
+
 def _check_reduction(reduction, where):
     if reduction not in _REDUCTIONS:
         raise user_error(ValueError, where, f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
@@ -759,6 +771,7 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
     >>> nll_loss(logp, np.array([0, 1])).item()  # doctest: +ELLIPSIS
     0.490...
     """
+    _real_operands("nll_loss", input=input, weight=weight)
     _check_reduction(reduction, "nll_loss")
     ignore_index = _check_ignore_index(ignore_index, "nll_loss")
     if weight is None:
@@ -784,6 +797,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     >>> round(loss.item(), 4), x.grad.numpy().round(3).tolist()
     (0.3466, [[0.0, 0.0], [0.25, -0.25]])
     """
+    _real_operands("cross_entropy", input=input, target=target, weight=weight)
     _check_reduction(reduction, "cross_entropy")
     ignore_index = _check_ignore_index(ignore_index, "cross_entropy")
     _probability(label_smoothing, "label_smoothing", "cross_entropy")
@@ -830,6 +844,7 @@ def mse_loss(input, target, reduction="mean"):
     >>> mse_loss(dg.tensor([1.0, 2.0]), dg.tensor([0.0, 0.0]))
     tensor(2.5)
     """
+    _real_operands("mse_loss", input=input, target=target)
     _check_reduction(reduction, "mse_loss")
     _same_shapes(input, target, "mse_loss")
     d = input - target
@@ -848,6 +863,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     >>> p.grad  # p(1 - p) rounds to 0 here: its clamp keeps the gradient finite (PyTorch's 0 too)
     tensor(0.)
     """
+    _real_operands("binary_cross_entropy", input=input, target=target, weight=weight)
     _check_reduction(reduction, "binary_cross_entropy")
     _same_shapes(input, target, "binary_cross_entropy")
     loss = _bce_op(input, target)  # raises ValueError for an input outside [0, 1]
@@ -881,6 +897,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     >>> smooth_l1_loss(dg.tensor([0.5, 3.0]), dg.tensor([0.0, 0.0]), reduction="none")
     tensor([0.125, 2.5  ])
     """
+    _real_operands("smooth_l1_loss", input=input, target=target)
     _non_negative(beta, "beta", "smooth_l1_loss")
     d = _difference(input, target, "smooth_l1_loss", reduction)
     if beta == 0:
@@ -896,6 +913,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     >>> huber_loss(dg.tensor([0.5, 3.0]), dg.tensor([0.0, 0.0]), reduction="none", delta=2.0)
     tensor([0.125, 4.   ])
     """
+    _real_operands("huber_loss", input=input, target=target)
     _positive_number(delta, "delta", "huber_loss")
     d = _difference(input, target, "huber_loss", reduction)
     return _reduce(where(less(d, delta), 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
@@ -911,6 +929,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
     >>> round(kl_div(dg.tensor(np.log([0.5, 0.5])), dg.tensor([1.0, 0.0]), reduction="sum").item(), 4)
     0.6931
     """
+    _real_operands("kl_div", input=input, target=target)
     if reduction not in _REDUCTIONS + ("batchmean",):
         raise user_error(ValueError, "kl_div", f"reduction must be 'mean', 'batchmean', 'sum' or 'none', got "
                          f"{reduction!r}")
@@ -951,6 +970,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     >>> round(loss.item(), 4), x.grad
     (0.6931, tensor([ 0. ,  0. , -0.5]))
     """
+    _real_operands("binary_cross_entropy_with_logits", input=input, target=target, weight=weight,
+                   pos_weight=pos_weight)
     where = "binary_cross_entropy_with_logits"
     _check_reduction(reduction, where)
     if _shape(input) != _shape(target) and not _fits(_shape(input), _shape(target)):

@@ -178,6 +178,7 @@ _FFTN = defop(
     jvp=(lambda t, out, x, **attrs: apply(_FFTN, (t,), attrs),),
     shape=lambda shape, axes, sizes, norm, inverse: _out_shape(shape, axes, sizes, "c2c"),
     dtype=_complex_dtype, batch=_batch, fresh=True,
+    saves=(),
 )
 _RFFTN = defop(
     "rfftn", _rfftn_forward,
@@ -185,6 +186,7 @@ _RFFTN = defop(
     jvp=(lambda t, out, x, **attrs: apply(_RFFTN, (t,), attrs),),
     shape=lambda shape, axes, sizes, norm: _out_shape(shape, axes, sizes, "r2c"),
     dtype=_real_input_dtype, batch=_batch, fresh=True,
+    saves=(),
 )
 _IRFFTN = defop(
     "irfftn", _irfftn_forward,
@@ -192,6 +194,7 @@ _IRFFTN = defop(
     jvp=(lambda t, out, x, **attrs: apply(_IRFFTN, (t,), attrs),),
     shape=lambda shape, axes, sizes, norm: _out_shape(shape, axes, sizes, "c2r"),
     dtype=_real_output_dtype, batch=_batch, fresh=True,
+    saves=(),
 )
 
 

@@ -29,12 +29,13 @@ from .._core.shapes import dtype_of as _dtype
 from .._core.tensor import Tensor, is_symbolic
 
 
-def _elementwise(name, forward, rules, nargs, dtype=None):
-    # a ufunc's dtype rule is NumPy's own type resolution for it
+def _elementwise(name, forward, rules, nargs, dtype=None, saves=None):
+    # a ufunc's dtype rule is NumPy's own type resolution for it; `saves`: what the rules read (Op.saves),
+    # declared once for both modes like the rules
     dtype = dtype or of_ufunc(forward)
     rules = None if rules is None else tuple(rules)
     return defop(name, forward, vjp=rules, jvp=rules, shape=broadcast_shapes, nargs=nargs, dtype=dtype,
-                 batch=batching.elementwise).function
+                 batch=batching.elementwise, saves=saves).function
 
 
 def _is_number(x):
@@ -45,10 +46,10 @@ def _is_complex(x):
     return _dtype(x).kind == "c"
 
 
-def _nonholomorphic(name, forward, vjp, jvp, dtype=None):
+def _nonholomorphic(name, forward, vjp, jvp, dtype=None, saves=None):
     # a unary op whose vjp and jvp differ on complex values (see the module docstring)
     return defop(name, forward, vjp=(vjp,), jvp=(jvp,), shape=broadcast_shapes, nargs=1,
-                 dtype=dtype or of_ufunc(forward), batch=batching.elementwise).function
+                 dtype=dtype or of_ufunc(forward), batch=batching.elementwise, saves=saves).function
 
 
 def _real_only(name, forward):
@@ -64,11 +65,13 @@ def _real_only(name, forward):
 
 
 # -- arithmetic
-add = _elementwise("add", np.add, (lambda g, out, x, y: g, lambda g, out, x, y: g), 2)
-subtract = _elementwise("subtract", np.subtract, (lambda g, out, x, y: g, lambda g, out, x, y: -g), 2)
-multiply = _elementwise("multiply", np.multiply, (lambda g, out, x, y: g * y, lambda g, out, x, y: g * x), 2)
+add = _elementwise("add", np.add, (lambda g, out, x, y: g, lambda g, out, x, y: g), 2, saves=())
+subtract = _elementwise("subtract", np.subtract, (lambda g, out, x, y: g, lambda g, out, x, y: -g), 2, saves=())
+multiply = _elementwise("multiply", np.multiply, (lambda g, out, x, y: g * y, lambda g, out, x, y: g * x), 2,
+                       saves=((1,), (0,)))  # x's rule reads y, y's reads x: `h * 2` saves nothing of h
 divide = _elementwise(
-    "divide", np.divide, (lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y), 2
+    "divide", np.divide, (lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y), 2,
+    saves=((1,), (1, "out")),
 )
 
 
@@ -96,10 +99,11 @@ def _power_rule_exponent(g, out, x, y):
     return g * (out * log(where(logical_and(x == 0, y >= 0), 1, x)))
 
 
-power = _elementwise("power", np.power, (_power_rule_base, _power_rule_exponent), 2)
+power = _elementwise("power", np.power, (_power_rule_base, _power_rule_exponent), 2, saves=((0, 1), (0, 1, "out")))
 # np.float_power has a loop of its own, which can differ from np.power's (a SIMD loop) by an ulp on float64
 # values: its own op, so that dnp.float_power equals NumPy's bit for bit; the derivatives are power's
-float_power = _elementwise("float_power", np.float_power, (_power_rule_base, _power_rule_exponent), 2)
+float_power = _elementwise("float_power", np.float_power, (_power_rule_base, _power_rule_exponent), 2,
+                           saves=((0, 1), (0, 1, "out")))
 
 
 def _extremum_rules(wins):
@@ -110,8 +114,8 @@ def _extremum_rules(wins):
     return rule, lambda g, out, x, y: rule(g, out, y, x)
 
 
-maximum = _elementwise("maximum", np.maximum, _extremum_rules(operator.gt), 2)
-minimum = _elementwise("minimum", np.minimum, _extremum_rules(operator.lt), 2)
+maximum = _elementwise("maximum", np.maximum, _extremum_rules(operator.gt), 2, saves=(0, 1))
+minimum = _elementwise("minimum", np.minimum, _extremum_rules(operator.lt), 2, saves=(0, 1))
 
 true_divide = divide
 
@@ -121,19 +125,20 @@ def _mod_rule_divisor(g, out, x, y):
     return -g * floor(x / y)
 
 
-mod = _elementwise("mod", np.mod, (lambda g, out, x, y: g, _mod_rule_divisor), 2)
+mod = _elementwise("mod", np.mod, (lambda g, out, x, y: g, _mod_rule_divisor), 2, saves=((), (0, 1)))
 
-negative = _elementwise("negative", np.negative, (lambda g, out, x: -g,), 1)
-positive = _elementwise("positive", np.positive, (lambda g, out, x: g,), 1)
+negative = _elementwise("negative", np.negative, (lambda g, out, x: -g,), 1, saves=())
+positive = _elementwise("positive", np.positive, (lambda g, out, x: g,), 1, saves=())
 # abs'(0) = 0. Of complex z: d|z| = Re(conj(z) dz) / |z| = Re(conj(sign(z)) dz)
 abs = _nonholomorphic(
     "abs", np.abs,
     lambda g, out, x: g * conj(sign(x)) if _is_complex(x) else g * sign(x),
     lambda t, out, x: real(conj(sign(x)) * t) if _is_complex(x) else t * sign(x),
+    saves=(0,),
 )
 absolute = abs
-reciprocal = _elementwise("reciprocal", np.reciprocal, (lambda g, out, x: -g * (out * out),), 1)
-square = _elementwise("square", np.square, (lambda g, out, x: g * (x * 2),), 1)
+reciprocal = _elementwise("reciprocal", np.reciprocal, (lambda g, out, x: -g * (out * out),), 1, saves=("out",))
+square = _elementwise("square", np.square, (lambda g, out, x: g * (x * 2),), 1, saves=(0,))
 
 # piecewise constant: the derivative is zero (not missing), as in PyTorch and JAX
 _ZERO = (lambda g, out, x, **attrs: g * 0,)
@@ -157,11 +162,11 @@ def _sign_jvp(t, out, x):
     return (t - out * real(conj(out) * t)) * scale
 
 
-sign = _nonholomorphic("sign", np.sign, _sign_vjp, _sign_jvp)
-floor = _elementwise("floor", np.floor, _ZERO, 1)
-ceil = _elementwise("ceil", np.ceil, _ZERO, 1)
+sign = _nonholomorphic("sign", np.sign, _sign_vjp, _sign_jvp, saves=(0, "out"))
+floor = _elementwise("floor", np.floor, _ZERO, 1, saves=())
+ceil = _elementwise("ceil", np.ceil, _ZERO, 1, saves=())
 _round = defop("round", lambda x, decimals: np.round(x, decimals), vjp=_ZERO, jvp=_ZERO,
-               shape=lambda shape, decimals: shape, dtype=first, batch=batching.elementwise)
+               shape=lambda shape, decimals: shape, dtype=first, batch=batching.elementwise, saves=())
 
 
 @public(_round)
@@ -172,31 +177,33 @@ def round(x, decimals=0):
 
 # -- exponentials and powers
 _LN2, _LN10 = math.log(2.0), math.log(10.0)  # Python floats: weakly typed, float32 stays float32
-exp = _elementwise("exp", np.exp, (lambda g, out, x: g * out,), 1)
-exp2 = _elementwise("exp2", np.exp2, (lambda g, out, x: g * (out * _LN2),), 1)
-expm1 = _elementwise("expm1", np.expm1, (lambda g, out, x: g * (out + 1),), 1)
-log = _elementwise("log", np.log, (lambda g, out, x: g / x,), 1)
-log2 = _elementwise("log2", np.log2, (lambda g, out, x: g / (x * _LN2),), 1)
-log10 = _elementwise("log10", np.log10, (lambda g, out, x: g / (x * _LN10),), 1)
-log1p = _elementwise("log1p", np.log1p, (lambda g, out, x: g / (x + 1),), 1)
+exp = _elementwise("exp", np.exp, (lambda g, out, x: g * out,), 1, saves=("out",))
+exp2 = _elementwise("exp2", np.exp2, (lambda g, out, x: g * (out * _LN2),), 1, saves=("out",))
+expm1 = _elementwise("expm1", np.expm1, (lambda g, out, x: g * (out + 1),), 1, saves=("out",))
+log = _elementwise("log", np.log, (lambda g, out, x: g / x,), 1, saves=(0,))
+log2 = _elementwise("log2", np.log2, (lambda g, out, x: g / (x * _LN2),), 1, saves=(0,))
+log10 = _elementwise("log10", np.log10, (lambda g, out, x: g / (x * _LN10),), 1, saves=(0,))
+log1p = _elementwise("log1p", np.log1p, (lambda g, out, x: g / (x + 1),), 1, saves=(0,))
 # log(e^x + e^y): the derivatives are the softmax weights e^(x - out), smooth at every order (a composition
 # through maximum and abs would lose the second derivative where x == y)
 logaddexp = _elementwise("logaddexp", np.logaddexp,
-                         (lambda g, out, x, y: g * exp(x - out), lambda g, out, x, y: g * exp(y - out)), 2)
+                         (lambda g, out, x, y: g * exp(x - out), lambda g, out, x, y: g * exp(y - out)), 2,
+                         saves=((0, "out"), (1, "out")))
 logaddexp2 = _elementwise("logaddexp2", np.logaddexp2,
-                          (lambda g, out, x, y: g * exp2(x - out), lambda g, out, x, y: g * exp2(y - out)), 2)
-sqrt = _elementwise("sqrt", np.sqrt, (lambda g, out, x: g / (out * 2),), 1)
+                          (lambda g, out, x, y: g * exp2(x - out), lambda g, out, x, y: g * exp2(y - out)), 2,
+                          saves=((0, "out"), (1, "out")))
+sqrt = _elementwise("sqrt", np.sqrt, (lambda g, out, x: g / (out * 2),), 1, saves=("out",))
 # np.cbrt itself: sign(x) * |x| ** (1/3) differs from it by an ulp on about half of all values; the
 # derivative 1 / (3 cbrt(x)**2) is infinite at 0, as JAX's
-cbrt = _elementwise("cbrt", np.cbrt, (lambda g, out, x: g / (out * out * 3),), 1)
+cbrt = _elementwise("cbrt", np.cbrt, (lambda g, out, x: g / (out * out * 3),), 1, saves=("out",))
 
 # -- trigonometric and hyperbolic
-sin = _elementwise("sin", np.sin, (lambda g, out, x: g * cos(x),), 1)
-cos = _elementwise("cos", np.cos, (lambda g, out, x: -(g * sin(x)),), 1)
-tan = _elementwise("tan", np.tan, (lambda g, out, x: g * (1 + out * out),), 1)
-arcsin = _elementwise("arcsin", np.arcsin, (lambda g, out, x: g / sqrt(1 - x * x),), 1)
-arccos = _elementwise("arccos", np.arccos, (lambda g, out, x: -g / sqrt(1 - x * x),), 1)
-arctan = _elementwise("arctan", np.arctan, (lambda g, out, x: g / (1 + x * x),), 1)
+sin = _elementwise("sin", np.sin, (lambda g, out, x: g * cos(x),), 1, saves=(0,))
+cos = _elementwise("cos", np.cos, (lambda g, out, x: -(g * sin(x)),), 1, saves=(0,))
+tan = _elementwise("tan", np.tan, (lambda g, out, x: g * (1 + out * out),), 1, saves=("out",))
+arcsin = _elementwise("arcsin", np.arcsin, (lambda g, out, x: g / sqrt(1 - x * x),), 1, saves=(0,))
+arccos = _elementwise("arccos", np.arccos, (lambda g, out, x: -g / sqrt(1 - x * x),), 1, saves=(0,))
+arctan = _elementwise("arctan", np.arctan, (lambda g, out, x: g / (1 + x * x),), 1, saves=(0,))
 
 
 def _arctan2_scale(y, x):
@@ -211,14 +218,16 @@ def _arctan2_scale(y, x):
 arctan2 = _elementwise(
     "arctan2", np.arctan2,
     (lambda g, out, y, x: g * x * _arctan2_scale(y, x), lambda g, out, y, x: g * -y * _arctan2_scale(y, x)), 2,
+    saves=(0, 1),
 )
-hypot = _elementwise("hypot", np.hypot, (lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out), 2)
-sinh = _elementwise("sinh", np.sinh, (lambda g, out, x: g * cosh(x),), 1)
-cosh = _elementwise("cosh", np.cosh, (lambda g, out, x: g * sinh(x),), 1)
-tanh = _elementwise("tanh", np.tanh, (lambda g, out, x: g * (1 - out * out),), 1)
-arcsinh = _elementwise("arcsinh", np.arcsinh, (lambda g, out, x: g / sqrt(x * x + 1),), 1)
-arccosh = _elementwise("arccosh", np.arccosh, (lambda g, out, x: g / sqrt(x * x - 1),), 1)
-arctanh = _elementwise("arctanh", np.arctanh, (lambda g, out, x: g / (1 - x * x),), 1)
+hypot = _elementwise("hypot", np.hypot, (lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out), 2,
+                     saves=((0, "out"), (1, "out")))
+sinh = _elementwise("sinh", np.sinh, (lambda g, out, x: g * cosh(x),), 1, saves=(0,))
+cosh = _elementwise("cosh", np.cosh, (lambda g, out, x: g * sinh(x),), 1, saves=(0,))
+tanh = _elementwise("tanh", np.tanh, (lambda g, out, x: g * (1 - out * out),), 1, saves=("out",))
+arcsinh = _elementwise("arcsinh", np.arcsinh, (lambda g, out, x: g / sqrt(x * x + 1),), 1, saves=(0,))
+arccosh = _elementwise("arccosh", np.arccosh, (lambda g, out, x: g / sqrt(x * x - 1),), 1, saves=(0,))
+arctanh = _elementwise("arctanh", np.arctanh, (lambda g, out, x: g / (1 - x * x),), 1, saves=(0,))
 
 
 # -- activations
@@ -239,9 +248,9 @@ def _real_ufunc(ufunc, *extra):
 
 
 sigmoid = _elementwise("sigmoid", _real_only("sigmoid", _sigmoid), (lambda g, out, x: g * (out * (1 - out)),), 1,
-                       _real_ufunc(np.exp))
+                       _real_ufunc(np.exp), saves=("out",))
 relu = _elementwise("relu", _real_only("relu", lambda x: np.maximum(x, 0)),  # relu'(0) = 0
-                    (lambda g, out, x: where(x > 0, g, 0),), 1, _real_ufunc(np.maximum, int))
+                    (lambda g, out, x: where(x > 0, g, 0),), 1, _real_ufunc(np.maximum, int), saves=(0,))
 
 
 def _softplus(x):
@@ -250,7 +259,7 @@ def _softplus(x):
 
 
 softplus = _elementwise("softplus", _real_only("softplus", _softplus), (lambda g, out, x: g * sigmoid(x),), 1,
-                        _real_ufunc(np.exp))
+                        _real_ufunc(np.exp), saves=(0,))
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -276,17 +285,18 @@ def _erf_numpy(x):
     return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=dtype)[()]
 
 
-erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1, floating)
+erf = _elementwise("erf", _erf, (lambda g, out, x: g * (exp(-(x * x)) * _TWO_OVER_SQRT_PI),), 1, floating, saves=(0,))
 erf.__doc__ = """The error function, elementwise (of complex values through SciPy, the extra dagrad[scipy])."""
 
 # -- complex numbers (see the module docstring for the convention)
-conj = _elementwise("conjugate", np.conjugate, (lambda g, out, x: conj(g),), 1)  # the same rule both ways
+conj = _elementwise("conjugate", np.conjugate, (lambda g, out, x: conj(g),), 1, saves=())  # the same rule both ways
 conjugate = conj
 imag = _nonholomorphic(
     "imag", np.imag,
     lambda g, out, x: g * -1j if _is_complex(x) else g * 0,  # Im(dz) = Re(-i dz)
     lambda t, out, x: imag(t),
     real_part,
+    saves=(),
 )
 # d angle(z) = Im(conj(z) dz) / |z|^2 = Re(-i conj(z) dz) / |z|^2; of a real number: piecewise constant
 angle = _nonholomorphic(
@@ -295,6 +305,7 @@ angle = _nonholomorphic(
     lambda t, out, x: imag(conj(x) * t) / (real(x) ** 2 + imag(x) ** 2) if _is_complex(x) else t * 0,
     # np.angle of a real array is arctan2(0, x)
     lambda d: real_part(d) if d is complex or np.dtype(d).kind == "c" else of_ufunc(np.arctan2)(int, d),
+    saves=(0,),
 )
 iscomplex = defop("iscomplex", np.iscomplex, shape=broadcast_shapes, nargs=1, dtype=lambda d: np.dtype(bool),
                   batch=batching.elementwise).function
@@ -312,6 +323,7 @@ where = defop(
     fresh=True,
     dtype=lambda c, x, y: promoted(x, y),
     batch=batching.elementwise,  # the condition only selects
+    saves=(0,),
 ).function
 
 
@@ -324,8 +336,8 @@ def _fmax_rules(first_wins):
     return lambda g, out, x, y: where(chosen(x, y), g, 0), lambda g, out, x, y: where(chosen(x, y), 0, g)
 
 
-fmax = _elementwise("fmax", np.fmax, _fmax_rules(operator.ge), 2)
-fmin = _elementwise("fmin", np.fmin, _fmax_rules(operator.le), 2)
+fmax = _elementwise("fmax", np.fmax, _fmax_rules(operator.ge), 2, saves=(0, 1))
+fmin = _elementwise("fmin", np.fmin, _fmax_rules(operator.le), 2, saves=(0, 1))
 
 
 def _clip_mask(x, lo, hi):
@@ -359,6 +371,7 @@ _clip = defop(
     shape=lambda x, lo, hi: broadcast_shapes(x, lo, hi),
     dtype=promoted,
     batch=batching.elementwise,
+    saves=(0, 1, 2),
 )
 
 
@@ -457,6 +470,7 @@ _astype = defop(
     shape=_astype_shape,
     dtype=attr("dtype"),
     batch=batching.elementwise,
+    saves=(),
 )
 
 

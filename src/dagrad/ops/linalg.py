@@ -85,6 +85,7 @@ matmul = defop(
     dtype=of_ufunc(np.matmul),
     nargs=2,
     batch=batching.matmul,
+    saves=((1,), (0,)),
 ).function
 
 

@@ -99,6 +99,7 @@ _log_softmax = defop(
     shape=lambda x, axis: tuple(x),
     dtype=of_ufunc(np.exp),
     batch=batching.over_axes,
+    saves=("out",),
 )
 
 
@@ -175,6 +176,7 @@ _linear = defop(
     shape=_linear_shape,
     dtype=lambda x, w, b: promoted(of_ufunc(np.matmul)(x, w), b),
     batch=lambda op, values, batched, attrs: _linear_batch(*values, *batched),
+    saves=((1,), (0,), ()),
 )
 
 
@@ -269,7 +271,7 @@ def _nll_batch(op, values, batched, attrs):
 
 
 _nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape,
-             dtype=_nll_dtype, batch=_nll_batch)
+             dtype=_nll_dtype, batch=_nll_batch, saves=(1,))
 
 
 @public(_nll)
@@ -322,7 +324,8 @@ def _bce_grad_target(g, out, p, t):
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
                              shape=broadcast_shapes, nargs=2, batch=batching.elementwise,
-                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t), numpy_only=True).function
+                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t), numpy_only=True,
+                             saves=((0, 1), (0,))).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""
 

@@ -50,6 +50,7 @@ def _extremum_op(name, forward):
         shape=_reduction_shape,
         dtype=first,
         batch=batching.over_axes,
+        saves=(0, "out"),
     )
 
 
@@ -76,6 +77,7 @@ _prod = defop(
     fresh=True,
     dtype=accumulated,
     batch=batching.over_axes,
+    saves=(0,),
 )
 
 
@@ -97,6 +99,7 @@ _cumsum = defop(
     fresh=True,
     dtype=accumulated,
     batch=batching.flat_axis,
+    saves=(),
 )
 
 def _arg_shape(shape, axis, keepdims):
@@ -184,6 +187,7 @@ _std_sqrt = defop(
     nargs=1,
     dtype=of_ufunc(np.sqrt),
     batch=batching.elementwise,
+    saves=("out",),
 )
 
 

@@ -35,6 +35,7 @@ _transpose = defop(
     dtype=first,
     batch=lambda op, values, batched, attrs: (
         apply(op, values, {"axes": (0, *(a + 1 for a in attrs["axes"]))}), True),
+    saves=(),
 )
 
 
@@ -81,6 +82,7 @@ _expand_dims = defop(
     shape=_expand_dims_shape,
     dtype=first,
     batch=batching.over_axes,
+    saves=(),
 )
 
 
@@ -103,6 +105,7 @@ _squeeze = defop(
     shape=_squeeze_shape,
     dtype=first,
     batch=batching.over_axes,
+    saves=(),
 )
 
 
@@ -218,6 +221,7 @@ _getitem = defop(
     dtype=first,
     batch=_getitem_batch,
     boxed_index=True,
+    saves=("index",),
 )
 
 _index_add = defop(
@@ -230,6 +234,7 @@ _index_add = defop(
     dtype=first,
     batch=_index_add_batch,
     boxed_index=True,
+    saves=("index",),
 )
 
 
@@ -266,6 +271,7 @@ _setitem = defop(
     fresh=True,
     dtype=first,
     boxed_index=True,  # batched by running once per example
+    saves=("index",),
 )
 
 
@@ -366,6 +372,7 @@ _gather = defop(
     shape=_gather_shape,
     dtype=first,
     batch=_gather_batch,
+    # undeclared (reads everything): its rules read every index array, inputs 1..k, whose number varies
 )
 _scatter_add = defop(
     "scatter_add",
@@ -378,6 +385,7 @@ _scatter_add = defop(
     fresh=True,
     dtype=first,
     batch=_scatter_add_batch,
+    # undeclared, as gather's
 )
 
 
@@ -492,6 +500,7 @@ _concatenate = defop(
     fresh=True,
     dtype=promoted,
     batch=batching.joined,
+    saves=(),
 )
 
 
@@ -531,6 +540,7 @@ _stack = defop(
     fresh=True,
     dtype=promoted,
     batch=batching.joined,
+    saves=(),
 )
 
 
@@ -686,6 +696,7 @@ _take_along = defop(
     shape=_along_shape,
     dtype=first,
     batch=_along_batch,
+    saves=(1,),
 )
 _scatter_along = defop(
     "scatter_along_axis",
@@ -697,6 +708,7 @@ _scatter_along = defop(
     fresh=True,
     dtype=first,
     batch=_along_batch,
+    saves=(1,),
 )
 
 # the orders of sort and partition (no gradient: they are integers)
