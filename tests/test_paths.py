@@ -507,7 +507,7 @@ def make_reference(case, mapped=None, hvp=False, first_only=False):
     p = case.program
     if mapped is None:
         return _reference(p, case.args, case.u, case.v, hvp, first_only)
-    per = [_reference(p, [x if m else x0 for x, x0, m in zip(ex, case.args, mapped)], case.u, case.v, hvp)
+    per = [_reference(p, [x if m else x0 for x, x0, m in zip(ex, case.args, mapped)], case.u, case.v, hvp, first_only)
            for ex in case.examples]
 
     def stacked(parts):
