@@ -1011,9 +1011,11 @@ def check_reference(name, kind):
     for j, g in zip(p.diff, expected.grads):
         assert g.shape == np.shape(_array(case.args[j])), f"gradient {j}: shape {g.shape}"
         assert g.dtype == _float_dtype(case.args[j]), f"gradient {j}: dtype {g.dtype}"
-    if name in HAND_WRITTEN and kind == "float64":
-        for g, e in zip(expected.grads, _central_differences(p, case)):
-            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7, err_msg="gradient against central differences")
+    if name in HAND_WRITTEN and kind == "float64":  # a float32 output (a cast) rounds: a larger step and tolerance
+        single = expected.value.dtype == np.float32
+        tol = {"rtol": 1e-3, "atol": 1e-3} if single else {"rtol": 1e-5, "atol": 1e-7}
+        for g, e in zip(expected.grads, _central_differences(p, case, 1e-3 if single else 1e-6)):
+            np.testing.assert_allclose(g, e, err_msg="gradient against central differences", **tol)
 
 
 FAST_REFERENCES = [_param(name, "reference", fast_kind(p)) for name, p in PROGRAMS.items()]
