@@ -362,6 +362,19 @@ def test_gradients_with_respect_to_a_constant():
     np.testing.assert_allclose(got, [36.0, 12.0])  # dy/dc = 2 h * 3 x, dy/dh = 2 h x
 
 
+def test_gradients_with_respect_to_an_integer_node_are_refused_as_by_grad():
+    # it was a silent int64 zero (found by tests/test_paths.py); dg.grad refuses an integer input
+    with dg.Graph() as g:
+        n = dg.placeholder((), np.int64, name="n")
+        x = dg.placeholder((), name="x")
+        y = dg.exp(n) * x
+        line = f"test_static.py:{inspect.currentframe().f_lineno + 2}"
+        with pytest.raises(TypeError, match=rf"gradients: .*symbolic tensor 'n' of dtype int64.*{line}"):
+            dg.gradients(y, [x, n])
+        (gx,) = dg.gradients(y, [x])  # the failed call left nothing behind
+    assert dg.Session(g).run(gx, {n: 1, x: 2.0}) == pytest.approx(np.e)
+
+
 def test_gradients_are_always_nodes_of_the_graph():
     with dg.Graph() as g:
         x = dg.placeholder((3,), name="x")

@@ -69,6 +69,11 @@ def gradients(ys, xs, grad_ys=None):
         if len(grad_ys) != len(ys):
             raise user_error(ValueError, "gradients", f"{len(ys)} ys but {len(grad_ys)} grad_ys")
     within = _between(xs, ys)
+    for x in xs:  # as dg.grad: a zero for an integer x the ys depend on would be a silent wrong gradient
+        if np.dtype(x.dtype).kind not in "fc" and any(a is x for n in within for a in n.inputs or ()):
+            raise user_error(TypeError, "gradients", f"can only differentiate with respect to floating-point or "
+                             f"complex nodes, got {x._label()} of dtype {x.dtype}, which the ys depend on (make it "
+                             "a float placeholder, or leave it out: an x the ys do not depend on gets zeros)", x)
     with atomic():  # all or nothing: a failure removes every node built so far
         if grad_ys is None:
             seeds = [full_like(y, 1) for y in ys]
