@@ -732,3 +732,31 @@ def test_several_outputs_agree_with_builtin_ops_on_every_path(f, ref):
     got, expected = _paths(f, x, y), _paths(ref, x, y)
     for path, value in expected.items():
         _assert_same(got[path], value, 1e-6)
+
+
+class _ScaledBy(dg.Function):
+    """x * a for a constant array a, which backward reads from the ctx."""
+
+    @staticmethod
+    def forward(ctx, x, a):
+        ctx.a = a
+        return x * a
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.a, None
+
+
+_scaled_by = dg.primitive(lambda x, a: x * a)
+dg.defvjp(_scaled_by, lambda ans, x, a: lambda g: g * a)
+
+
+@pytest.mark.parametrize("apply", [_ScaledBy.apply, _scaled_by], ids=["Function", "primitive"])
+def test_a_constant_array_written_after_the_forward_does_not_change_the_gradient(apply):
+    # issue 24 item 8 for custom ops: a constant argument is copied, as the engine copies what rules save
+    a = np.array([1.0, 2.0, 3.0])
+    x = dg.tensor(X, requires_grad=True)
+    y = dg.sum(apply(x, a))
+    a[:] = 0.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])

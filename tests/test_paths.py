@@ -751,7 +751,6 @@ _USER_PYTHON = "the forward is the user's Python: an exported module holds only 
 _NO_GRAD = "backward of an output that does not require grad raises, as PyTorch's"
 _SHARED_NUMPY = ("a NumPy array indexed by a mapped index: NumPy's own __getitem__ runs and refuses the box, as in "
                  "JAX (a Tensor works)")
-_TWO_TRACED = "an index known only when the code runs must be one integer array after full slices"
 _INDEXING = ("x[i]", "x[i] rows", "x[:, i]", "x[i, j]", "x[mask]")
 NON_DIFFERENTIABLE = tuple(name for name, p in PROGRAMS.items() if not p.differentiable)
 REFUSALS = [
@@ -760,9 +759,6 @@ REFUSALS = [
      ValueError, _REVERSE),
     (("x[mask]", "x[x > 0] sum"), ("compile*", "session", "export"), "*", IndexError, _RUN_TIME_MASK),
     ("x[x > 0] sum", ("vmap(0)", "vmap(-1)"), "*", ValueError, _PER_EXAMPLE_SIZE),
-    ("x[i, j]", ("session", "compile(vmap(0))", "compile(vmap(-1))", "compile(vmap(last))"), "*", IndexError,
-     _TWO_TRACED),
-    ("x[i, j]", ("compile*", "export"), _not("python_int"), IndexError, _TWO_TRACED),
     (_INDEXING, "vmap(last)", _not("tensor"), TypeError, _SHARED_NUMPY),
     (("Function*", "custom_vjp*", "custom_jvp", "defvjp*", "op:odeint*"), "export", "*", TypeError, _USER_PYTHON),
 ]
@@ -775,49 +771,14 @@ def _refusal(name, path, kind):
 # Defects being fixed on other branches (issue 24), and new ones found here: strict xfails (delete an entry
 # once its fix is merged: its cases then pass). (programs, paths, kinds, why); path "reference" is
 # test_the_reference_is_sound.
-_ITEM1 = "issue 24 item 1: compiled vmap of x[i] with a negative or out-of-range mapped i: wrong values, no IndexError"
-_ITEM2 = "issue 24 item 2: a Python float is a static constant under dg.compile: its gradient through a loop is 0"
-_ITEM3 = ("issue 24 item 3: a custom rule's result is not checked (a wrong shape is broadcast, None is not read as "
-          "zero, the dtype is not cast back to the input's)")
-_ITEM4 = "issue 24 item 4: cross_entropy of complex logits returns a complex loss (backward of it differentiates Re)"
-_ITEM8 = ("issue 24 item 8: a NumPy operand or index array written in place after the forward changes the gradient "
-          "(a rule reads the caller's array)")
 _PRUNED = ("new: dg.compile drops an indexing node whose value is unused (only its shape is), and its IndexError "
            "with it: dg.compile(lambda x, i: dg.ones_like(x[i]))(np.arange(5.), np.int64(7)) is 1.0")
 _SCAN_DTYPE = ("new: through scan, the gradient of a float32 parameter the body captures is float64 (eager dg.grad), "
                "and dg.compile refuses it (the cotangent carry float64 for float32)")
 _CARRY = ("new: fori_loop's index is an int64 array, so a float32 carry c * w + i becomes float64 and fori_loop "
           "refuses its body (a Python loop's int, JAX's int32 keep float32)")
-_NOT_TENSOR_INT = _not("tensor", "python_int")  # a Tensor is not a caller's array; an int has no gradient
-_ITEM8_OPS = ("op:Tensor.dot", "op:a @ b", "op:arctan2*", "op:binary_cross_entropy*", "op:convolve*", "op:divide*",
-              "op:einsum*", "op:inner*", "op:linear*", "op:matmul*", "op:multiply*", "op:outer*", "op:power*",
-              "op:true_divide*", "op:vdot*", "op:dot(3,)*", "op:dot(2, 3)(3*", "op:dot(2, 2, 3)(3,)", "op:dot()(2, 3)",
-              "op:tensordot(2, 3, 4)(3, 4, 5) axes=2", "op:tensordot(2,)(3,) axes=0", "op:tensordot(2, 3)(3, 4) axes=1",
-              "op:tensordot(axes=np.int64(1))", "op:tensordot(np.int64 axis pairs)", "op:fmax((3,), (3,))",
-              "op:fmax((2, 1), (1, 3))", "op:fmax((2, 3, 1), (3, 4))", "op:fmin((2, 1), (1, 3))", "op:fmin((), (2, 2))",
-              "op:fmin((2, 3, 1), (3, 4))", "op:maximum((3,), (3,))", "op:maximum((2, 3), (3,))",
-              "op:maximum((), (2, 2))", "op:maximum((2, 3, 1), (3, 4))", "op:minimum((2, 3), (3,))",
-              "op:minimum((), (2, 2))", "op:minimum((2, 3, 1), (3, 4))", "scan", "x[mask]")
 _OVERWRITTEN = "backward (operands overwritten)"
 KNOWN = [
-    ("x[i]", ("compile(vmap(0))", "compile(vmap(-1))"), ("negative_index", "out_of_range_index", "drawn"), _ITEM1),
-    ("x[i]", "compile(vmap(last))", ("negative_index", "drawn"), _ITEM1),
-    ("x[i] rows", ("compile(vmap(0))", "compile(vmap(-1))"), ("negative_index", "out_of_range_index"), _ITEM1),
-    ("x[i] rows", "compile(vmap(last))", "negative_index", _ITEM1),
-    (("fori_loop", "scan scaled"), ("compile(grad)", "compile(vjp)", "compile(vmap(last))", "export"), "python_float",
-     _ITEM2),
-    ("Function to float32", ("reference", "backward", "jvp", "compile(jvp)"), _not("float32", "python_int"), _ITEM3),
-    ("defvjp None", ("reference", "jvp", "compile(jvp)"), "*", _ITEM3),
-    ("defvjp wrong shape", ("reference", "hessian", "compile(hessian)"), "*", _ITEM3),
-    ("cross_entropy complex", ("reference", "backward", "vjp", "compile(vjp)", "jvp", "compile(jvp)", "session"), "*",
-     _ITEM4),
-    (_ITEM8_OPS, _OVERWRITTEN, _NOT_TENSOR_INT, _ITEM8),
-    (("take", "take_along_axis", "x[:, i]", "x[i] rows"), _OVERWRITTEN, ("float32", "float64", "negative_index"),
-     _ITEM8),
-    (("cross_entropy", "mlp loss", "nll_loss"), _OVERWRITTEN, ("float32", "float64"), _ITEM8),
-    (("cond", "custom_vjp", "op:odeint((2,), ())", "x[i, j]", "x[i]"), _OVERWRITTEN, "zero_d", _ITEM8),
-    ("fori_loop", _OVERWRITTEN, ("float64", "python_float", "zero_d"), _ITEM8),
-    (("x[i]", "x[:, i]", "take", "take_along_axis"), _OVERWRITTEN, "drawn", _ITEM8),
     ("x[i]", "compile(hessian)", ("out_of_range_index", "drawn"), _PRUNED),
     ("scan scaled", ("reference", "backward", _OVERWRITTEN, "compile(grad)", "compile(vjp)", "compile(hessian)",
                      "compile(vmap*", "session", "export"), "float32", _SCAN_DTYPE),
@@ -825,8 +786,6 @@ KNOWN = [
     ("x[mask]", ("vmap(0)", "vmap(-1)", "vmap(last)"), "tensor",
      "new: eager vmap of the gradient of x[mask] with a mapped boolean Tensor mask raises TypeError (numpy.add.at "
      "on a Tensor)"),
-    ("take", ("vmap(0)", "vmap(-1)", "vmap(last)"), "*",
-     "new: eager vmap of dnp.take(x, i, axis=1) with a mapped i raises TypeError (a box becomes an array)"),
     (("op:betainc((4,),)", "op:gammainc(2.5, x)", "op:gammaincc(2.5, x)"), ("hessian", "compile(hessian)"), "float32",
      "new: the second derivative (grad of grad) of scipy.special.betainc, gammainc, gammaincc of float32 is "
      "float64"),

@@ -62,7 +62,9 @@ class _Call:
     def __init__(self, leaves, kwargs=None, static=None, args_def=None):
         self.kwargs = kwargs or {}
         self.static = static or {}  # position -> value of JAX's nondiff_argnums
-        self.fixed = {k: leaf for k, leaf in enumerate(leaves) if not isinstance(leaf, Tensor)}  # constant leaves
+        # constant leaves; a NumPy array copied, as the engine copies what rules save (the caller may write into it)
+        self.fixed = {k: leaf.copy() if type(leaf) is np.ndarray else leaf
+                      for k, leaf in enumerate(leaves) if not isinstance(leaf, Tensor)}
         self.nleaves = len(leaves)
         self.args_def = args_def  # the structure of the other arguments (None: each argument is a leaf)
         self.dtypes = [leaf.dtype for leaf in leaves if isinstance(leaf, Tensor)]  # of the op's inputs

@@ -146,7 +146,8 @@ def static_argument(name, k, value):
         raise user_error(TypeError, name, f"argument {k} is a {type(value).__name__} holding Tensors: only arguments "
                          "that are Tensors themselves are inputs of a custom op (any other argument is a constant, "
                          "passed as it is); pass each Tensor as an argument of its own")
-    return value
+    # a rule may read it after the caller wrote into their array: a copy, as the engine copies what rules save
+    return value.copy() if type(value) is np.ndarray else value
 
 
 def stand_in_shape(run, shapes, dtypes):
