@@ -33,7 +33,7 @@ __all__ = ["batch_norm", "group_norm", "BatchNorm1d", "BatchNorm2d", "GroupNorm"
 
 def _eager(*values):
     """Whether every value is concrete and outside any transform (a NumPy array, None or a plain eager Tensor)."""
-    return all(v is None or isinstance(v, np.ndarray) or (type(v) is Tensor and not v._level and not is_symbolic(v))
+    return all(v is None or isinstance(v, np.ndarray) or (isinstance(v, Tensor) and not v._level and not is_symbolic(v))
                for v in values)
 
 
@@ -59,22 +59,30 @@ def _batch_statistics(x):
     return mu, _channel_sums(centred, centred) / count, centred
 
 
-def _normalise_backward(x, weight, g, eps):
+def _normalise_backward(x, weight, g, eps, cache=None):
     """PyTorch's gradient of batch normalisation with batch statistics: for x-hat = (x - mean) / sqrt(var + eps)
     per channel (M values each), dx = w / sqrt(var + eps) * (g - mean(g) - x-hat * mean(g * x-hat)),
-    dw = sum(g * x-hat), db = sum(g). On arrays in a few passes; on Tensors in dagrad's ops (recomputed from x, so
-    that the gradient differentiates again)."""
+    dw = sum(g * x-hat), db = sum(g). On arrays in a few passes (with `cache`, the forward's x - mean and
+    1 / sqrt(var + eps)); on Tensors in dagrad's ops, recomputed from x, so that the gradient differentiates again."""
     xs = _shape(x)
     shape = _stat_shape(len(xs), xs[1])
     if isinstance(g, np.ndarray) and isinstance(x, np.ndarray):
-        _, v, centred = _batch_statistics(x)
+        if cache is None:
+            _, v, centred = _batch_statistics(x)
+            inv = 1 / np.sqrt(v + eps)
+        else:
+            centred, inv = cache
         count = x.size // xs[1]
-        inv = 1 / np.sqrt(v + eps)
         g_sum, g_centred = _channel_sums(g), _channel_sums(g, centred)
         a = inv if weight is None else inv * weight
         b, c = a * g_sum / count, a * g_centred * inv * inv / count
-        dx = g * a.reshape(shape) - b.reshape(shape) - centred * c.reshape(shape)
-        return dx.astype(g.dtype, copy=False), g_centred * inv, g_sum
+        # in place where the array is this function's own: each temporary of the batch's size is memory the
+        # allocator may have to fault in again
+        dx = g * a.reshape(shape).astype(g.dtype, copy=False)
+        dx -= b.reshape(shape)
+        correction = centred * c.reshape(shape).astype(g.dtype, copy=False)
+        dx -= correction
+        return dx, g_centred * inv, g_sum
     axes = (0,) + tuple(range(2, len(xs)))
     inv = 1 / sqrt(var(x, axis=axes, keepdims=True) + eps)
     normalised = (x - mean(x, axis=axes, keepdims=True)) * inv
@@ -89,17 +97,17 @@ def _normalise_backward(x, weight, g, eps):
 class BatchNormFunction(Function):
     """Batch normalisation with the batch's statistics, as one node: (x - mean) / sqrt(var + eps) * weight + bias
     (weight and bias may be None). It appends the batch's (mean, biased variance) to `into`, a list, for the
-    running statistics' update."""
+    running statistics' update. Applied to concrete values only (eager, outside the transforms): its forward keeps
+    x - mean and 1 / sqrt(var + eps) for a plain backward, as PyTorch's kernel saves the mean and inverse std."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps, into):
         mu, v, centred = _batch_statistics(x)
         into.append((mu, v))
-        ctx.eps = eps
+        inv = 1 / np.sqrt(v + eps)
+        ctx.eps, ctx.cache = eps, (centred, inv)
         ctx.save_for_backward(x, weight)
-        scale = 1 / np.sqrt(v + eps)
-        if weight is not None:
-            scale = scale * weight
+        scale = inv if weight is None else inv * weight
         shape = _stat_shape(x.ndim, x.shape[1])
         out = centred * scale.reshape(shape).astype(x.dtype, copy=False)
         if bias is not None:
@@ -109,7 +117,7 @@ class BatchNormFunction(Function):
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
-        dx, dw, db = _normalise_backward(x, weight, g, ctx.eps)
+        dx, dw, db = _normalise_backward(x, weight, g, ctx.eps, ctx.cache)
         return dx, dw, db, None, None
 
 

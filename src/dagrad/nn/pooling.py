@@ -21,7 +21,7 @@ from ..ops.elementwise import where as _where  # functions here name a parameter
 from ..ops.linalg import matmul
 from ..ops.reduce import argmax, sum
 from ..ops.shape import expand_dims, reshape, transpose
-from ._common import _int, _shape, _tuple, shape_error
+from ._common import _int, _masked, _shape, _tuple, shape_error
 from .conv import _col2im, _window_ops, _windows
 from .module import Module
 
@@ -132,6 +132,7 @@ def _max_pool_op(kernel, stride, dilation, pads):
     if key in _OPS:
         return _OPS[key]
     (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = key
+    disjoint = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
 
     class MaxPool(Function):
         @staticmethod
@@ -149,14 +150,17 @@ def _max_pool_op(kernel, stride, dilation, pads):
             best = taps[0].copy()
             for tap in taps[1:]:
                 np.maximum(best, tap, out=best)  # NaN wins, as in PyTorch
-            nan = np.isnan(best)
-            firsts, taken = [], np.zeros(best.shape, bool)
+            nan = bool(np.isnan(best).any())
+            firsts, taken = [], None
             for tap in taps:
                 hit = tap == best
-                if nan.any():
+                if nan:
                     hit |= np.isnan(tap)
-                hit &= ~taken
-                taken |= hit
+                if taken is None:
+                    taken = hit.copy()
+                else:
+                    hit &= ~taken
+                    taken |= hit
                 firsts.append(hit)
             ctx.firsts, ctx.hw = firsts, (h, w)
             return best.transpose(3, 0, 1, 2)
@@ -166,13 +170,16 @@ def _max_pool_op(kernel, stride, dilation, pads):
             h, w = ctx.hw
             if isinstance(g, np.ndarray):
                 gt = g.transpose(1, 2, 3, 0)
-                zero = np.zeros((), g.dtype)
                 out = np.zeros((gt.shape[0], h + top + bottom, w + left + right, gt.shape[3]), g.dtype)
                 oh, ow = gt.shape[1:3]
                 for k, hit in enumerate(ctx.firsts):
                     i, j = divmod(k, kw)
-                    out[:, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += \
-                        np.where(hit, gt, zero)
+                    rows = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh)
+                    cols = slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
+                    if disjoint:  # each input in one window at most: written once
+                        out[:, rows, cols] = _masked(hit, gt)
+                    else:
+                        out[:, rows, cols] += _masked(hit, gt)
                 return out[:, top:top + h, left:left + w].transpose(3, 0, 1, 2)
             # a graph of the gradient: the same sums in dagrad's ops (Col2Im differentiates again)
             hits = np.stack(ctx.firsts, axis=1)  # (C, k, OH, OW, N)
