@@ -120,7 +120,6 @@ LAYERS = [
     ("GroupNorm 3-d no affine", lambda m: m.GroupNorm(3, 3, eps=1e-3, affine=False), (2, 3, 7)),
     ("GroupNorm one group", lambda m: m.GroupNorm(1, 4), (2, 4, 3, 3)),
     ("LayerNorm", lambda m: m.LayerNorm((4, 5)), (3, 4, 5)),
-    ("LayerNorm no bias", lambda m: m.LayerNorm(5, bias=False), (3, 5)),
     ("AvgPool2d", lambda m: m.AvgPool2d(2), (2, 3, 6, 7)),
     ("AvgPool2d padding", lambda m: m.AvgPool2d(3, stride=2, padding=1), (2, 2, 7, 6)),
     ("AvgPool2d no pad count", lambda m: m.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), (2, 2, 7, 6)),
@@ -203,3 +202,230 @@ def test_nested_model_loads_torch_weights_by_its_keys_and_trains_alike():
         opt_d.step()
         opt_t.step()
         _same_state(ours, theirs)  # the weights after the step, and the running statistics
+
+
+# ---------------------------------------------------------------- the functional forms against torch.nn.functional
+def _functional(ours, theirs, *arrays, diff=None):
+    """ours(*dagrad tensors) and theirs(*torch tensors) agree, and so do the gradients of sum(out * u) with
+    respect to the floating-point arrays (or those at the positions `diff`)."""
+    diff = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"] if diff is None else diff
+    ds = [dg.tensor(a, requires_grad=i in diff) for i, a in enumerate(arrays)]
+    ts = [torch.tensor(a, requires_grad=i in diff) for i, a in enumerate(arrays)]
+    out_d, out_t = ours(*ds), theirs(*ts)
+    assert out_d.shape == tuple(out_t.shape) and out_d.dtype == out_t.detach().numpy().dtype
+    np.testing.assert_allclose(out_d.numpy(), out_t.detach().numpy(), **TOL)
+    u = RNG.standard_normal(out_d.shape)
+    dg.sum(out_d * u).backward()
+    (out_t * torch.tensor(u)).sum().backward()
+    for i in diff:
+        np.testing.assert_allclose(ds[i].grad.numpy(), ts[i].grad.numpy(), **TOL, err_msg=f"gradient of argument {i}")
+
+
+FUNCTIONAL = [
+    ("conv1d", lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=3),
+     [(2, 6, 13), (9, 2, 3), (9,)]),
+    ("conv1d valid", lambda F, x, w: F.conv1d(x, w, padding="valid"), [(1, 2, 5), (3, 2, 5)]),
+    ("conv_transpose2d", lambda F, x, w, b: F.conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 0),
+                                                               output_padding=(1, 2), groups=2, dilation=(1, 2)),
+     [(2, 4, 3, 4), (4, 3, 3, 2), (6,)]),
+    ("conv_transpose2d plain", lambda F, x, w: F.conv_transpose2d(x, w), [(1, 2, 3, 3), (2, 5, 2, 2)]),
+    ("avg_pool2d", lambda F, x: F.avg_pool2d(x, (3, 2), stride=(2, 1), padding=(1, 0), ceil_mode=True,
+                                             count_include_pad=False), [(2, 3, 7, 6)]),
+    ("avg_pool2d divisor", lambda F, x: F.avg_pool2d(x, 2, divisor_override=5), [(1, 2, 4, 5)]),
+    ("adaptive_avg_pool2d", lambda F, x: F.adaptive_avg_pool2d(x, (4, 3)), [(2, 2, 9, 7)]),
+    ("max_pool1d", lambda F, x: F.max_pool1d(x, 4, stride=3, padding=2, ceil_mode=True), [(2, 3, 14)]),
+    ("max_pool2d dilation", lambda F, x: F.max_pool2d(x, 2, stride=1, dilation=2), [(2, 2, 6, 6)]),
+    ("group_norm", lambda F, x, w, b: F.group_norm(x, 3, w, b, eps=1e-3), [(4, 6, 3, 5), (6,), (6,)]),
+    ("group_norm 2-d", lambda F, x: F.group_norm(x, 2), [(5, 4)]),
+    ("batch_norm 4-d train", lambda F, x, m, v, w, b: F.batch_norm(x, m, v, w, b, True),
+     [(3, 4, 5, 2), (4,), (4,), (4,), (4,)], [0, 3, 4]),
+    ("batch_norm 5-d eval", lambda F, x, m, v, w, b: F.batch_norm(x, m, v * v, w, b),
+     [(2, 3, 2, 2, 3), (3,), (3,), (3,), (3,)], [0, 3, 4]),
+]
+
+
+@pytest.mark.parametrize("f, shapes, diff", [(c + (None,))[1:4] for c in FUNCTIONAL], ids=[c[0] for c in FUNCTIONAL])
+def test_functional_forms_match_torch(f, shapes, diff):
+    import torch.nn.functional as TF
+
+    arrays = [RNG.standard_normal(s) for s in shapes]
+    _functional(lambda *a: f(F, *a), lambda *a: f(TF, *a), *arrays, diff=diff)
+
+
+def test_batch_norm_updates_4d_running_statistics_as_torch():
+    import torch.nn.functional as TF
+
+    x = RNG.standard_normal((4, 3, 5, 6))
+    rm, rv = np.zeros(3), np.ones(3)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    F.batch_norm(dg.tensor(x), rm, rv, training=True, momentum=0.3)
+    TF.batch_norm(torch.tensor(x), trm, trv, training=True, momentum=0.3)
+    np.testing.assert_allclose(rm, trm.numpy(), **TOL)
+    np.testing.assert_allclose(rv, trv.numpy(), **TOL)
+
+
+def test_dropout2d_drops_whole_channels_and_is_the_identity_in_eval():
+    x = dg.tensor(np.ones((200, 8, 3, 3)))
+    y = F.dropout2d(x, 0.25, generator=np.random.default_rng(0)).numpy()
+    per_channel = y.reshape(200, 8, 9)
+    assert np.all(per_channel.min(axis=2) == per_channel.max(axis=2))  # a channel is kept or dropped whole
+    assert set(np.unique(y)) == {0.0, 1 / 0.75} and abs((per_channel[:, :, 0] == 0).mean() - 0.25) < 0.03
+    layer = nn.Dropout2d(0.25, generator=np.random.default_rng(0))
+    np.testing.assert_array_equal(layer(x).numpy(), y)
+    assert layer.eval()(x) is x and F.dropout2d(x, 0.5, training=False) is x
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        z = F.dropout2d(dg.tensor(np.ones((50, 4, 6))), 0.5, generator=np.random.default_rng(1)).numpy()
+    assert np.all(z.min(axis=2) == z.max(axis=2))  # (N, C, L): each (example, channel) whole, as PyTorch
+    with dg.Graph() as g:  # a static graph draws a mask per channel at each run
+        p = dg.placeholder((None, 4, 2, 2), name="x")
+        out = F.dropout2d(p, 0.5, generator=np.random.default_rng(2))
+    sess = dg.Session(g)
+    a, b = (sess.run(out, {p: np.ones((30, 4, 2, 2))}) for _ in range(2))
+    assert np.all(a.reshape(30, 4, 4).min(axis=2) == a.reshape(30, 4, 4).max(axis=2)) and not np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------- higher orders, transforms, graphs, compile
+def test_gradcheck_to_second_order():
+    x = RNG.standard_normal((2, 4, 5, 4))
+    w, b = RNG.standard_normal((4, 3, 2, 3)), RNG.standard_normal(6)
+    assert dg.gradcheck(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1,
+                                                           groups=2), x, w, b, order=2)
+    assert dg.gradcheck(lambda x, w: F.conv1d(x, w, stride=2, padding="valid", dilation=2), x[:, :, 0],
+                        RNG.standard_normal((3, 4, 2)), order=2)
+    assert dg.gradcheck(lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+                        x, order=2)
+    assert dg.gradcheck(lambda x: F.adaptive_avg_pool2d(x, (3, 2)), x, order=2)
+    assert dg.gradcheck(lambda x: F.max_pool1d(x, 3, stride=2, padding=1), x[:, :, 0], order=2)
+    assert dg.gradcheck(lambda x, w: F.group_norm(x, 2, w), x, RNG.standard_normal(4), order=2)
+    assert dg.gradcheck(lambda x, w: F.batch_norm(x, None, None, w, None, training=True), x, RNG.standard_normal(4),
+                        order=2)
+
+
+def _hvp_against_torch(ours, theirs, *arrays):
+    """Eager backward with create_graph through dagrad's one-node forms (batch norm, max pool) and PyTorch's double
+    backward: the same gradients, and the same gradient of <gradient, v> (a Hessian-vector product)."""
+    ds = [dg.tensor(a, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out_d, out_t = ours(*ds), theirs(*ts)
+    u = RNG.standard_normal(out_d.shape)
+    grads_d = dg.autograd.grad(dg.sum(out_d * out_d * u), ds, create_graph=True)
+    grads_t = torch.autograd.grad((out_t * out_t * torch.tensor(u)).sum(), ts, create_graph=True)
+    vs = [RNG.standard_normal(a.shape) for a in arrays]
+    dg.sum(dg.stack([dg.sum(g * v) for g, v in zip(grads_d, vs)])).backward()
+    torch.stack([(g * torch.tensor(v)).sum() for g, v in zip(grads_t, vs)]).sum().backward()
+    for k, (a, b) in enumerate(zip(grads_d, grads_t)):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), **TOL, err_msg=f"gradient {k}")
+    for k, (a, b) in enumerate(zip(ds, ts)):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL, err_msg=f"second derivative {k}")
+
+
+def test_one_node_batch_norm_and_max_pool_differentiate_again_as_torch():
+    import torch.nn.functional as TF
+
+    x = RNG.standard_normal((3, 4, 6, 5))
+    _hvp_against_torch(lambda x, w, b: F.batch_norm(x, None, None, w, b, True),
+                       lambda x, w, b: TF.batch_norm(x, None, None, w, b, True), x, RNG.standard_normal(4),
+                       RNG.standard_normal(4))
+    _hvp_against_torch(lambda x: F.max_pool2d(x, 3, stride=2, padding=1), lambda x: TF.max_pool2d(x, 3, 2, 1), x)
+    _hvp_against_torch(lambda x: F.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2), x)
+
+
+def test_jvp_through_the_one_node_forms():
+    x, t = RNG.standard_normal((3, 2, 4, 4)), RNG.standard_normal((3, 2, 4, 4))
+    for f in (lambda x: F.max_pool2d(x, 2, stride=1), lambda x: F.batch_norm(x, None, None, training=True)):
+        _, tangent = dg.jvp(f, (x,), (t,))
+        eps = 1e-6
+        numeric = (f(dg.tensor(x + eps * t)).numpy() - f(dg.tensor(x - eps * t)).numpy()) / (2 * eps)
+        np.testing.assert_allclose(np.asarray(tangent), numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_max_pool_ties_and_nan_as_torch():
+    import torch.nn.functional as TF
+
+    x = np.zeros((1, 1, 4, 4))
+    x[0, 0, 1, 1] = x[0, 0, 0, 1] = 1.0  # a tie in the first window: the first maximum takes the gradient
+    x[0, 0, 2, 3] = np.nan  # a NaN is the maximum of its window, and takes its gradient
+    xd, xt = dg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out_d, out_t = F.max_pool2d(xd, 2), TF.max_pool2d(xt, 2)
+    np.testing.assert_array_equal(out_d.numpy(), out_t.detach().numpy())
+    dg.sum(out_d).backward()
+    out_t.sum().backward()
+    np.testing.assert_array_equal(xd.grad.numpy(), xt.grad.numpy())
+
+
+def _model():
+    return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4, track_running_stats=False), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.ConvTranspose2d(4, 3, 2, stride=2), nn.GroupNorm(3, 3),
+                         nn.AvgPool2d(2, count_include_pad=False), nn.AdaptiveAvgPool2d((3, 1)), nn.Flatten())
+
+
+def test_new_layers_in_a_static_graph_and_compiled_give_the_eager_values_and_gradients():
+    # in a static graph and dg.compile batch norm and max pooling are composites of dagrad's ops; eagerly one node
+    x = RNG.standard_normal((5, 2, 6, 6))
+    dg.manual_seed(0)
+    model = _model()
+
+    def loss(x):
+        return dg.sum(model(x) ** 2)
+
+    xd = dg.tensor(x, requires_grad=True)
+    eager = loss(xd)
+    eager.backward()
+    with dg.Graph() as g:
+        p = dg.placeholder((None, 2, 6, 6), name="x")
+        out = loss(p)
+        (grad,) = dg.gradients(out, [p])
+    value, gx = dg.Session(g).run([out, grad], {p: x})
+    np.testing.assert_allclose(value, eager.item(), rtol=1e-12)
+    np.testing.assert_allclose(gx, xd.grad.numpy(), rtol=1e-9, atol=1e-12)
+    value, gx = dg.compile(dg.value_and_grad(loss))(x)
+    np.testing.assert_allclose(value, eager.item(), rtol=1e-12)
+    np.testing.assert_allclose(gx, xd.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_conv1d_max_pool1d_model_in_a_static_graph():
+    x = RNG.standard_normal((3, 2, 11))
+    dg.manual_seed(1)
+    model = nn.Sequential(nn.Conv1d(2, 4, 3, padding="same"), nn.ReLU(), nn.MaxPool1d(2, ceil_mode=True),
+                          nn.Conv1d(4, 2, 2, stride=2, groups=2))
+    eager = model(dg.tensor(x)).numpy()
+    with dg.Graph() as g:
+        p = dg.placeholder((None, 2, 11), name="x")
+        out = model(p)
+    np.testing.assert_allclose(dg.Session(g).run(out, {p: x}), eager, rtol=1e-12)
+
+
+def test_float32_layers_stay_float32_and_match_torch():
+    x = RNG.standard_normal((4, 3, 6, 6)).astype(np.float32)
+    for make in (lambda m: m.BatchNorm2d(3), lambda m: m.ConvTranspose2d(3, 2, 3, stride=2),
+                 lambda m: m.AdaptiveAvgPool2d(4), lambda m: m.AvgPool2d(3, padding=1), lambda m: m.GroupNorm(1, 3),
+                 lambda m: m.MaxPool2d(2)):
+        theirs = make(torch.nn)
+        ours = make(nn).to(np.float32)
+        ours.load_state_dict(_state(theirs))
+        xd, xt = dg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out_d, out_t = ours(xd), theirs(xt)
+        assert out_d.dtype == np.float32
+        np.testing.assert_allclose(out_d.numpy(), out_t.detach().numpy(), rtol=2e-5, atol=2e-5)
+        dg.sum(out_d * out_d).backward()
+        (out_t * out_t).sum().backward()
+        assert xd.grad.dtype == np.float32
+        np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_layers_as_torch_initialise_and_print():
+    for make, shapes in [(lambda m: m.Conv1d(4, 6, 3, groups=2), {"weight": (6, 2, 3), "bias": (6,)}),
+                         (lambda m: m.ConvTranspose2d(4, 6, (2, 3), groups=2), {"weight": (4, 3, 2, 3), "bias": (6,)}),
+                         (lambda m: m.GroupNorm(2, 4), {"weight": (4,), "bias": (4,)}),
+                         (lambda m: m.BatchNorm2d(3, affine=False), {})]:
+        ours, theirs = make(nn), make(torch.nn)
+        assert {n: p.shape for n, p in ours.named_parameters()} == shapes
+        assert {n: tuple(p.shape) for n, p in theirs.named_parameters()} == shapes
+        assert repr(ours) == repr(theirs)
+    # kaiming_uniform(a=sqrt(5)) on fan_in = weight.shape[1] * kernel, for the transposed layer too (PyTorch's)
+    up = nn.ConvTranspose2d(8, 16, 3, generator=np.random.default_rng(0))
+    bound = 1 / np.sqrt(16 * 9)
+    assert np.abs(up.weight.numpy()).max() <= bound and np.abs(up.weight.numpy()).max() > 0.9 * bound
+    assert np.abs(up.bias.numpy()).max() <= bound
+    gn = nn.GroupNorm(2, 4)
+    np.testing.assert_array_equal(gn.weight.numpy(), np.ones(4))

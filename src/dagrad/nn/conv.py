@@ -338,10 +338,11 @@ class _Conv(Module):
             letters = "L" if self._dims == 1 else "H, W"
             raise shape_error(repr(self), f"(N, {self.in_channels}, {letters})", xs, x)
 
-    def extra_repr(self):
+    def extra_repr(self):  # PyTorch's: the options that differ from their defaults
         n = self._dims
-        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding!r}")
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * n:
+            text += f", padding={self.padding!r}"
         if self.dilation != (1,) * n:
             text += f", dilation={self.dilation}"
         if self._transposed and self.output_padding != (0,) * n:
@@ -378,7 +379,7 @@ class Conv1d(_Conv):
 
     >>> import dagrad as dg, numpy as np
     >>> dg.nn.Conv1d(2, 4, 3, stride=2)
-    Conv1d(2, 4, kernel_size=(3,), stride=(2,), padding=(0,))
+    Conv1d(2, 4, kernel_size=(3,), stride=(2,))
     """
 
     _dims = 1

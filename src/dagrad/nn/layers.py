@@ -113,7 +113,7 @@ class LayerNorm(Module):
     LayerNorm((3,), eps=1e-05, elementwise_affine=True)
     """
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None, *, bias=True):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
         super().__init__()
         if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (normalized_shape,)
@@ -123,8 +123,6 @@ class LayerNorm(Module):
         self.eps = F._positive_number(eps, "eps", "LayerNorm")
         self.elementwise_affine = elementwise_affine
         self.weight, self.bias = _affine(self.normalized_shape, dtype, elementwise_affine)
-        if not bias:
-            self.bias = None
 
     def forward(self, x):
         xs = F._shape(x)
@@ -134,8 +132,7 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-                f"{'' if self.bias is not None or not self.elementwise_affine else ', bias=False'}")
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
 class Embedding(Module):

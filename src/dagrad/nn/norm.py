@@ -300,8 +300,7 @@ class _NormBase(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"{'' if self.bias is not None or not self.affine else 'bias=False, '}"
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_NormBase):
@@ -322,7 +321,7 @@ class BatchNorm2d(_NormBase):
 
     >>> import dagrad as dg
     >>> dg.nn.BatchNorm2d(16)
-    BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+    BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
     """
 
     _ranks, _letters = (4,), (", H, W",)
@@ -335,7 +334,7 @@ class GroupNorm(Module):
     >>> import dagrad as dg, numpy as np
     >>> gn = dg.nn.GroupNorm(2, 4)
     >>> gn, gn(dg.tensor(np.ones((3, 4, 5)))).shape
-    (GroupNorm(2, 4, eps=1e-05, affine=True), (3, 4, 5))
+    (GroupNorm(2, 4, eps=1e-05, affine=True, bias=True), (3, 4, 5))
     """
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=None, *, bias=True):
@@ -358,5 +357,5 @@ class GroupNorm(Module):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
-                f"{'' if self.bias is not None or not self.affine else ', bias=False'}")
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
