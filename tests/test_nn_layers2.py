@@ -7,7 +7,6 @@ the functional forms, second derivatives, static graphs and dg.compile, and the 
 from __future__ import annotations
 
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -429,3 +428,135 @@ def test_layers_as_torch_initialise_and_print():
     assert np.abs(up.bias.numpy()).max() <= bound
     gn = nn.GroupNorm(2, 4)
     np.testing.assert_array_equal(gn.weight.numpy(), np.ones(4))
+
+
+# ---------------------------------------------------------------- bad input: clear errors, nothing changed
+LAYER_INPUTS = [
+    (nn.BatchNorm2d(3), (2, 3, 4), r"BatchNorm2d\(3, .*expected input of shape \(N, 3, H, W\), got \(2, 3, 4\)"),
+    (nn.BatchNorm2d(3), (2, 4, 5, 5), r"BatchNorm2d\(3, .*\(N, 3, H, W\), got \(2, 4, 5, 5\)"),
+    (nn.BatchNorm1d(3), (2, 3, 4, 4), r"BatchNorm1d\(3, .*\(N, 3\) or \(N, 3, L\), got \(2, 3, 4, 4\)"),
+    (nn.GroupNorm(2, 4), (2, 6, 3), r"GroupNorm\(2, 4, .*\(N, 4, \.\.\.\), got \(2, 6, 3\)"),
+    (nn.GroupNorm(2, 4), (4,), r"GroupNorm\(2, 4, .*got \(4,\)"),
+    (nn.Conv1d(2, 3, 3), (1, 2, 5, 5), r"Conv1d\(2, 3, .*\(N, 2, L\), got \(1, 2, 5, 5\)"),
+    (nn.Conv1d(2, 3, 3), (1, 3, 5), r"Conv1d\(2, 3, .*\(N, 2, L\), got \(1, 3, 5\)"),
+    (nn.Conv1d(2, 3, 3), (1, 2, 2), r"conv1d: the input's spatial size \(1, 2\) with padding \(0, 0\) is smaller "
+                                    r"than the kernel's extent \(1, 3\)"),
+    (nn.ConvTranspose2d(2, 3, 3), (1, 3, 4, 4), r"ConvTranspose2d\(2, 3, .*\(N, 2, H, W\), got \(1, 3, 4, 4\)"),
+    (nn.ConvTranspose2d(2, 3, 3), (2, 4, 4), r"ConvTranspose2d\(2, 3, .*got \(2, 4, 4\)"),
+    (nn.AvgPool2d(2), (2, 4, 4), r"AvgPool2d\(kernel_size=2.*\(N, C, H, W\), got \(2, 4, 4\)"),
+    (nn.AvgPool2d(3), (1, 1, 2, 2), r"avg_pool2d: the input's spatial size \(2, 2\) .* smaller than the kernel's"),
+    (nn.AdaptiveAvgPool2d(2), (4, 4), r"AdaptiveAvgPool2d\(output_size=2\).*\(N, C, H, W\), got \(4, 4\)"),
+    (nn.MaxPool1d(2), (1, 2, 4, 4), r"MaxPool1d\(kernel_size=2.*\(N, C, L\), got \(1, 2, 4, 4\)"),
+    (nn.Dropout2d(), (4, 4), r"Dropout2d\(p=0.5, inplace=False\).*\(N, C, H, W\) \(or \(N, C, L\)\), got \(4, 4\)"),
+]
+
+
+@pytest.mark.parametrize("layer, shape, says", LAYER_INPUTS, ids=[str(k) for k in range(len(LAYER_INPUTS))])
+def test_wrong_input_names_the_layer_the_shapes_and_the_line_and_changes_nothing(layer, shape, says):
+    before = {k: v.copy() for k, v in layer.state_dict().items()}
+    line = _here(2)
+    with pytest.raises(ValueError, match=says) as info:
+        layer(dg.tensor(np.ones(shape)))
+    assert line in str(info.value)
+    after = layer.state_dict()
+    assert all(np.array_equal(after[k], v) for k, v in before.items())  # running statistics, the batch count
+
+
+FUNCTION_ERRORS = [
+    (lambda x: F.conv1d(x[..., 0], np.ones((4, 1, 2)), groups=3), ValueError,
+     "conv1d: groups must be a positive divisor of the 4 output channels, got 3"),
+    (lambda x: F.conv1d(x[..., 0], np.ones((4, 2, 2)), groups=2), ValueError,
+     r"conv1d: expected input of shape \(N, 4, L\), got \(2, 3, 5\)"),
+    (lambda x: F.conv_transpose2d(x, np.ones((3, 2, 2, 2)), stride=2, output_padding=2), ValueError,
+     r"conv_transpose2d: output_padding \(2, 2\) must be smaller than either the stride \(2, 2\) or the dilation"),
+    (lambda x: F.conv_transpose2d(x, np.ones((4, 2, 2, 2))), ValueError,
+     r"conv_transpose2d: expected input of shape \(N, 4, H, W\), got \(2, 3, 5, 5\)"),
+    (lambda x: F.conv_transpose2d(x, np.ones((3, 2, 2, 2)), groups=2), ValueError,
+     "groups must be a positive divisor of the 3 input channels, got 2"),
+    (lambda x: F.conv_transpose2d(x, np.ones((3, 2, 2, 2)), padding=4), ValueError,
+     r"the output size \(-2, -2\) is not positive"),
+    (lambda x: F.conv_transpose2d(x, np.ones((3, 2, 2, 2)), bias=np.ones(3)), ValueError,
+     r"bias must have shape \(2,\), got \(3,\)"),
+    (lambda x: F.avg_pool2d(x, 2, padding=2), ValueError, r"avg_pool2d: padding \(2, 2\) must be non-negative and at "
+                                                          r"most half the kernel"),
+    (lambda x: F.avg_pool2d(x, 2, divisor_override=0), ValueError, "divisor_override must not be zero"),
+    (lambda x: F.adaptive_avg_pool2d(x, (0, 2)), ValueError, "output_size must be positive"),
+    (lambda x: F.adaptive_avg_pool2d(x, (1, 2, 3)), ValueError, "output_size must be an int, None or a pair"),
+    (lambda x: F.max_pool1d(x, 2), ValueError, r"max_pool1d: expected input of shape \(N, C, L\), got \(2, 3, 5, 5\)"),
+    (lambda x: F.max_pool2d(x, 2, return_indices=True), NotImplementedError, "return_indices=True is not implemented"),
+    (lambda x: F.group_norm(x, 2), ValueError, "group_norm: num_groups must be a positive divisor of the input's 3 "
+                                               "channels, got 2"),
+    (lambda x: F.group_norm(x, 3, weight=np.ones(2)), ValueError, r"weight must hold one value per channel, shape "
+                                                                  r"\(3,\), got \(2,\)"),
+    (lambda x: F.batch_norm(x, np.zeros(2), np.ones(2)), ValueError, r"running_mean must hold one value per channel"),
+    (lambda x: F.dropout2d(x[0, 0], 0.5), ValueError, r"dropout2d: expected input of shape .*, got \(5, 5\)"),
+    (lambda x: F.dropout2d(x, 1.5), ValueError, r"dropout2d: p must be in \[0, 1\], got 1.5"),
+]
+
+
+@pytest.mark.parametrize("call, kind, says", FUNCTION_ERRORS, ids=[str(k) for k in range(len(FUNCTION_ERRORS))])
+def test_functional_errors_are_clear_and_at_the_users_line(call, kind, says):
+    with pytest.raises(kind, match=says) as info:
+        call(dg.tensor(np.ones((2, 3, 5, 5))))
+    assert f"test_nn_layers2.py:{call.__code__.co_firstlineno}" in str(info.value)
+
+
+OPTION_ERRORS = [
+    (lambda: nn.Conv1d(4, 6, 3, groups=4), ValueError, r"Conv1d: groups \(4\) must divide in_channels \(4\) and "
+                                                       r"out_channels \(6\)"),
+    (lambda: nn.ConvTranspose2d(3, 4, 3, groups=2), ValueError, r"ConvTranspose2d: groups \(2\) must divide"),
+    (lambda: nn.ConvTranspose2d(2, 2, 3, stride=2, output_padding=2), ValueError,
+     r"ConvTranspose2d: output_padding \(2, 2\) must be smaller than either the stride \(2, 2\) or the dilation "
+     r"\(1, 1\)"),
+    (lambda: nn.ConvTranspose2d(2, 2, 3, output_padding=1), ValueError, "output_padding"),
+    (lambda: nn.ConvTranspose2d(2, 2, 3, padding="same"), ValueError, "padding must be an int or a pair"),
+    (lambda: nn.ConvTranspose2d(2, 2, 3, output_padding=-1), ValueError, "must not be negative"),
+    (lambda: nn.Conv1d(2, 2, (3, 3)), ValueError, "Conv1d: kernel_size must be an int or a 1-tuple"),
+    (lambda: nn.Conv1d(2, 2, 3, padding_mode="reflect"), NotImplementedError, "padding_mode='reflect'"),
+    (lambda: nn.Conv1d(2, 2, 3, padding_mode="mirror"), ValueError, "padding_mode must be"),
+    (lambda: nn.Conv1d(2, 2, 3, stride=2, padding="same"), ValueError, "padding='same' needs stride 1"),
+    (lambda: nn.GroupNorm(3, 4), ValueError, r"GroupNorm: num_channels \(4\) must be divisible by num_groups \(3\)"),
+    (lambda: nn.GroupNorm(0, 4), ValueError, "GroupNorm: num_groups must be positive"),
+    (lambda: nn.BatchNorm2d(0), ValueError, "BatchNorm2d: num_features must be positive"),
+    (lambda: nn.BatchNorm2d(3, momentum=2.0), ValueError, r"BatchNorm2d: momentum must be in \[0, 1\]"),
+    (lambda: nn.AvgPool2d(2, padding=2), ValueError, "AvgPool2d: padding"),
+    (lambda: nn.AvgPool2d(2, divisor_override=0), ValueError, "AvgPool2d: divisor_override must not be zero"),
+    (lambda: nn.AdaptiveAvgPool2d(-1), ValueError, "AdaptiveAvgPool2d: output_size must be positive"),
+    (lambda: nn.MaxPool1d(0), ValueError, r"MaxPool1d: kernel_size \(0,\)"),
+    (lambda: nn.MaxPool1d(2, return_indices=True), NotImplementedError, "return_indices"),
+    (lambda: nn.Dropout2d(-0.1), ValueError, r"Dropout2d: p must be in \[0, 1\]"),
+]
+
+
+@pytest.mark.parametrize("make, kind, says", OPTION_ERRORS, ids=[str(k) for k in range(len(OPTION_ERRORS))])
+def test_layer_options_are_checked_when_the_layer_is_made(make, kind, says):
+    with pytest.raises(kind, match=says) as info:
+        make()
+    assert f"test_nn_layers2.py:{make.__code__.co_firstlineno}" in str(info.value)
+
+
+def test_a_torch_state_dict_with_missing_unexpected_or_misshapen_keys_names_each_and_loads_nothing():
+    theirs = _Net(torch.nn).double()
+    ours = _Net(nn)
+    before = {k: v.copy() for k, v in ours.state_dict().items()}
+    state = _state(theirs)
+    del state["features.1.num_batches_tracked"], state["heads.up.bias"]
+    state["features.9.weight"] = np.ones(3)
+    state["blocks.0.weight"] = state["blocks.0.weight"].T.copy()
+    line = _here(2)
+    with pytest.raises(nn.StateDictError) as info:
+        ours.load_state_dict(state)
+    message = str(info.value)
+    assert "missing keys: features.1.num_batches_tracked, heads.up.bias" in message
+    assert "unexpected keys: features.9.weight" in message
+    assert "blocks.0.weight: shape mismatch, the model has (16, 24), the state dict (24, 16)" in message
+    assert "nothing was loaded" in message and line in message
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, ValueError)
+    after = ours.state_dict()
+    assert all(np.array_equal(after[k], v) for k, v in before.items())
+    # strict=False loads what fits and reports the rest, as PyTorch's
+    state = _state(theirs)
+    del state["heads.up.bias"]
+    state["extra"] = np.zeros(1)
+    assert ours.load_state_dict(state, strict=False) == (["heads.up.bias"], ["extra"])
+    np.testing.assert_array_equal(ours.state_dict()["features.0.weight"], state["features.0.weight"])
