@@ -560,3 +560,38 @@ def test_a_torch_state_dict_with_missing_unexpected_or_misshapen_keys_names_each
     state["extra"] = np.zeros(1)
     assert ours.load_state_dict(state, strict=False) == (["heads.up.bias"], ["extra"])
     np.testing.assert_array_equal(ours.state_dict()["features.0.weight"], state["features.0.weight"])
+
+
+# ---------------------------------------------------------------- the fast forms give the composites' bits
+def test_where_against_zero_is_numpys_bit_for_bit():
+    # where(mask, x, 0) (a ReLU's gradient, a max pool's, a clip's) is made on x's bits for large arrays
+    for dtype in (np.float64, np.float32):
+        x = RNG.standard_normal(5000).astype(dtype)
+        x[:8] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-310 if dtype == np.float64 else 1e-40, -1.0, 2.0]
+        mask = RNG.random(5000) > 0.5
+        mask[:8] = True
+        for a, b in ((x, 0), (0, x), (x, 0.0), (0.0, x), (x, -0.0), (x.reshape(50, 100), 0)):
+            m = mask if np.shape(a) != (50, 100) else mask.reshape(50, 100)
+            got, expected = dg.where(m, a, b), np.where(m, a, b)
+            assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+    x = dg.tensor(RNG.standard_normal((40, 40)), requires_grad=True)
+    dg.sum(dg.relu(x) * 3.0).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(x.numpy() > 0, 3.0, 0.0))
+
+
+@pytest.mark.parametrize("kernel, stride, padding, ceil_mode", [(2, 2, 0, False), (3, 2, 1, True), (3, 1, 1, False)])
+def test_eager_max_pool_gives_the_static_graphs_values(kernel, stride, padding, ceil_mode):
+    # the same sums in the same order: equal, but for the sign of a zero (the composite's maximum of -0.0 is
+    # 0.0 + -0.0, the one node's, as PyTorch's, -0.0 itself)
+    x = np.round(RNG.standard_normal((3, 4, 9, 8)), 1)  # rounded: ties in many windows
+    g = RNG.standard_normal(F.max_pool2d(dg.tensor(x), kernel, stride, padding, ceil_mode=ceil_mode).shape)
+    xd = dg.tensor(x, requires_grad=True)
+    out = F.max_pool2d(xd, kernel, stride, padding, ceil_mode=ceil_mode)
+    out.backward(g)
+    with dg.Graph() as graph:
+        p = dg.placeholder(x.shape, name="x")
+        y = F.max_pool2d(p, kernel, stride, padding, ceil_mode=ceil_mode)
+        (gx,) = dg.gradients(y, [p], [dg.constant(g)])
+    value, grad = dg.Session(graph).run([y, gx], {p: x})
+    np.testing.assert_array_equal(value, out.numpy())
+    np.testing.assert_array_equal(grad, xd.grad.numpy())

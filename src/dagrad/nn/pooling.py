@@ -21,7 +21,7 @@ from ..ops.elementwise import where as _where  # functions here name a parameter
 from ..ops.linalg import matmul
 from ..ops.reduce import argmax, sum
 from ..ops.shape import expand_dims, reshape, transpose
-from ._common import _int, _masked, _shape, _tuple, shape_error
+from ._common import _int, _shape, _tuple, shape_error
 from .conv import _col2im, _window_ops, _windows
 from .module import Module
 
@@ -177,9 +177,9 @@ def _max_pool_op(kernel, stride, dilation, pads):
                     rows = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh)
                     cols = slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
                     if disjoint:  # each input in one window at most: written once
-                        out[:, rows, cols] = _masked(hit, gt)
+                        out[:, rows, cols] = _where(hit, gt, 0.0)  # on raw arrays: the bits of gt, no branches
                     else:
-                        out[:, rows, cols] += _masked(hit, gt)
+                        out[:, rows, cols] += _where(hit, gt, 0.0)
                 return out[:, top:top + h, left:left + w].transpose(3, 0, 1, 2)
             # a graph of the gradient: the same sums in dagrad's ops (Col2Im differentiates again)
             hits = np.stack(ctx.firsts, axis=1)  # (C, k, OH, OW, N)
