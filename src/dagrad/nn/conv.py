@@ -117,8 +117,10 @@ def _windows(x, kernel, stride, dilation, pads, fill, where):
 
 
 def _conv_padding(padding, kernel, stride, dilation, where="conv2d"):
-    """(top, bottom, left, right) from an int, a pair, 'valid' or 'same' (PyTorch's meanings: 'same' pads by
-    dilation * (k - 1) in all, the odd one at the bottom/right, and needs stride 1)."""
+    """(top, bottom, left, right) from an int, a pair (a 1-tuple for one spatial axis, whose unit height is never
+    padded), 'valid' or 'same' (PyTorch's meanings: 'same' pads by dilation * (k - 1) in all, the odd one at the
+    bottom/right, and needs stride 1)."""
+    unit = (0,) * (2 - len(kernel))
     if isinstance(padding, str):
         if padding == "valid":
             return 0, 0, 0, 0
@@ -128,13 +130,12 @@ def _conv_padding(padding, kernel, stride, dilation, where="conv2d"):
         if any(s != 1 for s in stride):
             raise user_error(ValueError, where, f"padding='same' needs stride 1 (as in PyTorch), got stride "
                              f"{stride}")
-        th, tw = (d * (k - 1) for k, d in zip((1,) * (2 - len(kernel)) + tuple(kernel),
-                                              (1,) * (2 - len(dilation)) + tuple(dilation)))
+        th, tw = unit + tuple(d * (k - 1) for k, d in zip(kernel, dilation))
         return th // 2, th - th // 2, tw // 2, tw - tw // 2
     pads = _tuple(padding, len(kernel), "padding", where)
     if min(pads) < 0:
         raise user_error(ValueError, where, f"padding {pads} must not be negative")
-    ph, pw = (0,) * (2 - len(pads)) + pads
+    ph, pw = unit + pads
     return ph, ph, pw, pw
 
 

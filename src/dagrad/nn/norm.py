@@ -163,16 +163,14 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
             updates = {name: _writable(stat, name) for name, stat in (("running_mean", running_mean),
                                                                       ("running_var", running_var)) if stat is not None}
         if count == 0:  # an empty batch: nothing to normalise, and nothing learnt about the data
-            out = x
-        elif _eager(x, weight, bias):
+            out = _affine_of(x, weight, bias, stat_shape)
+        elif _eager(x, weight, bias):  # one node
             into = []
             out = BatchNormFunction.apply(x, weight, bias, eps, into)
             (mu, v), = into
-        else:
+        else:  # graph nodes, or values traced by a transform: the same formulas in dagrad's ops
             mu, v = mean(x, axis=axes, keepdims=True), var(x, axis=axes, keepdims=True)
             out = _affine_of((x - mu) / sqrt(v + eps), weight, bias, stat_shape)
-        if count == 0:
-            out = _affine_of(out, weight, bias, stat_shape)
     else:
         if running_mean is None or running_var is None:
             raise user_error(ValueError, "batch_norm", "evaluation mode needs running_mean and running_var", x)

@@ -10,6 +10,8 @@ tensor([[[[1.5]],
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._core.errors import user_error
@@ -110,7 +112,7 @@ def _max_pool(x, kernel, stride, padding, dilation, pads, where):
     if not is_symbolic(x) and dtype_of(x).kind == "f":
         n, c, h, w = _shape(x)
         extent = (dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1)
-        if h + pads[0] + pads[1] >= extent[0] and w + pads[2] + pads[3] >= extent[1]:
+        if h + pads[0] + pads[1] >= extent[0] and w + pads[2] + pads[3] >= extent[1]:  # else _windows says why
             return _max_pool_op(kernel, stride, dilation, pads).apply(x)
     windows = _windows(x, kernel, stride, dilation, pads, -np.inf, where)  # (C, kh, kw, OH, OW, N)
     c, _, _, oh, ow, n = _shape(windows)
@@ -121,17 +123,12 @@ def _max_pool(x, kernel, stride, padding, dilation, pads, where):
     return transpose(out, (3, 0, 1, 2))
 
 
-_OPS = {}
-
-
+@functools.cache
 def _max_pool_op(kernel, stride, dilation, pads):
-    """Max pooling of concrete values as one Function (the windows of a static graph's node go through the
-    composite above instead): its forward keeps, for each window offset, where the first maximum is, and its
-    backward puts the gradient there, as the composite's does, in the same order (the same sums, bit for bit)."""
-    key = (kernel, stride, dilation, pads)
-    if key in _OPS:
-        return _OPS[key]
-    (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = key
+    """Max pooling of concrete values as one Function (a static graph's node goes through the composite above
+    instead): its forward keeps, for each window offset, where the first maximum of each window is, and its
+    backward puts the gradient there, adding the same numbers in the same order as the composite's."""
+    (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = kernel, stride, dilation, pads
     disjoint = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
 
     class MaxPool(Function):
@@ -195,7 +192,6 @@ def _max_pool_op(kernel, stride, dilation, pads):
             windows = reshape(windows, (shape[0], kh * kw) + tuple(shape[3:]))
             return transpose(sum(_where(np.stack(ctx.firsts, axis=1), windows, 0.0), axis=1), (3, 0, 1, 2))
 
-    _OPS[key] = MaxPool
     return MaxPool
 
 
