@@ -36,6 +36,9 @@ Workloads
       written by hand with dask.array (dask-glm's), and on a LocalCluster of 1 and 2 worker processes.
       Dask's schedulers use both cores here (its threads, or two worker processes); BLAS stays at one
       thread per worker.
+  (i) layers and data loading (issue 29, benchmarks/bench_nn_layers.py): a training step of the digits CNN with
+      BatchNorm2d against PyTorch (float64 and float32), and DataLoader's time per batch against PyTorch's
+      (num_workers=0) and the same batches cut by hand in NumPy; see that module.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -90,6 +93,7 @@ if XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
 import numpy as np  # noqa: E402  (after the thread settings)
 
 import bench_dask  # noqa: E402  (workload (h), beside this file)
+import bench_nn_layers  # noqa: E402  (workload (i), beside this file)
 import bench_transforms  # noqa: E402  (workload (g), beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1577,6 +1581,9 @@ def main(argv=None):
     print("(f) long loops over input shapes: Session and dg.compile caches ...", file=sys.stderr)
     table_f = cache_memory_table(bench_cache_memory(mode))
     table_h = bench_dask.tables(mode, median)
+    print("(i) layers and data loading: CNN with BatchNorm2d, DataLoader ...", file=sys.stderr)
+    table_i = bench_nn_layers.tables(bench_nn_layers.bench_cnn(run_interleaved, repeats, warmup),
+                                     bench_nn_layers.bench_loader(run_interleaved, repeats, warmup), median, iqr)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
@@ -1602,7 +1609,9 @@ def main(argv=None):
         "### (g) transforms (issue 15): vmap, scan, checkpoint\n\n"
         f"{table_g}\n\n"
         "### (h) Dask arrays as values (issue 17)\n\n"
-        f"{table_h}\n"
+        f"{table_h}\n\n"
+        "### (i) layers and data loading (issue 29)\n\n"
+        f"{table_i}\n"
     )
     print(tables)
     report = "\n".join(

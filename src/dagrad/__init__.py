@@ -59,6 +59,7 @@ from .ops.shape import getitem, index_add, setitem
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
 from . import nn
+from . import utils  # torch.utils.data's names: dg.utils.data.DataLoader, ...
 from .io import load, save
 from . import optim
 from . import autograd

@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 from . import functional, init, utils
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .layers import (
     ELU,
     GELU,
-    BatchNorm1d,
-    Conv2d,
     Dropout,
+    Dropout2d,
     Embedding,
     Flatten,
     Identity,
@@ -27,7 +27,6 @@ from .layers import (
     LeakyReLU,
     Linear,
     LogSoftmax,
-    MaxPool2d,
     ModuleDict,
     ModuleList,
     ReLU,
@@ -50,11 +49,14 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter, StateDictError
+from .norm import BatchNorm1d, BatchNorm2d, GroupNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 
 __all__ = [
     "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
     "Sequential", "ModuleList", "ModuleDict", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU",
     "ELU", "Softplus", "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
     "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "StateDictError", "functional",
-    "init", "utils",
+    "init", "utils", "Conv1d", "ConvTranspose2d", "BatchNorm2d", "GroupNorm", "AvgPool2d", "AdaptiveAvgPool2d",
+    "MaxPool1d", "Dropout2d",
 ]

@@ -14,22 +14,18 @@ activations and the losses also in static graphs and `dg.compile`.
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 import warnings
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from .._core import dask_ops
-from .._core.backends import compute_together, is_dask, to_numpy
+from .._core.backends import is_dask
 from .._core.dtypes import first
 from .._core.errors import caller_line, user_error
 from .._core.op import Op, apply
 from .._core.shapes import dtype_of, normalize_axis_index, shape_of
-from .._core.tensor import Batched, Tensor, is_symbolic, mark_written
-from ..function import Function
+from .._core.tensor import Batched, Tensor, is_symbolic
 from ..ops.elementwise import (
     abs,
     astype,
@@ -50,91 +46,41 @@ from ..ops.elementwise import (
 )
 from ..ops.elementwise import softplus as _softplus_op
 from ..ops.elementwise import where as _where  # some functions here name a parameter `where`
-from ..ops.linalg import matmul
 from ..ops.nn import CLASS_LABELS
 from ..ops.nn import binary_cross_entropy as _bce_op
 from ..ops.nn import linear as _linear_op
 from ..ops.nn import log_softmax as _log_softmax_op
 from ..ops.nn import nll_indices as _nll_op
 from ..ops.nn import softmax as _softmax_op
-from ..ops.reduce import argmax, mean, sum, var
+from ..ops.reduce import mean, sum, var
 from ..ops.shape import expand_dims, getitem, reshape, transpose
+from ._common import (  # noqa: F401  (the layers and losses read these as F._int, F.shape_error, ...)
+    _fits,
+    _int,
+    _is_real,
+    _non_negative,
+    _pair,
+    _positive_number,
+    _probability,
+    _shape,
+    _values,
+    shape_error,
+)
+from .conv import conv1d, conv2d, conv_transpose2d
 from .init import _generator
+from .norm import batch_norm, group_norm
+from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool1d, max_pool2d
 
 __all__ = [
-    "linear", "conv2d", "max_pool2d", "dropout", "layer_norm", "batch_norm", "embedding", "relu", "tanh",
-    "sigmoid", "gelu", "silu", "leaky_relu", "elu", "softplus", "softmax", "log_softmax", "flatten",
+    "linear", "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool2d",
+    "adaptive_avg_pool2d", "dropout", "dropout2d", "layer_norm", "batch_norm", "group_norm", "embedding", "relu",
+    "tanh", "sigmoid", "gelu", "silu", "leaky_relu", "elu", "softplus", "softmax", "log_softmax", "flatten",
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
     "binary_cross_entropy", "binary_cross_entropy_with_logits",
 ]
 
 
 # -- helpers
-def _shape(x):
-    return tuple(shape_of(x))
-
-
-def _values(x):  # x must be concrete (not symbolic)
-    return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
-
-
-def _raw(x):  # x must be concrete (not symbolic): its array, of its own type (a Dask array not computed)
-    return x._raw() if isinstance(x, Tensor) else x
-
-
-def shape_error(where, expected, actual, *operands):
-    """A ValueError naming the layer or function, the expected and actual input shape, at the user's line."""
-    return user_error(ValueError, where, f"expected input of shape {expected}, got {tuple(actual)}", *operands)
-
-
-def _fits(shape, expected):
-    """Whether `shape` is `expected`, where a size a static graph does not know yet (None) fits any."""
-    return shape == expected or (len(shape) == len(expected)
-                                 and all(a == b or a is None or b is None for a, b in zip(shape, expected)))
-
-
-def _int(v, name, where):
-    """v as an int, refusing floats (2.5 would be truncated) and bools, as PyTorch's size arguments."""
-    if isinstance(v, (bool, np.bool_)):
-        raise user_error(TypeError, where, f"{name} must be an integer, got {v!r}")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise user_error(TypeError, where, f"{name} must be an integer, got {v!r}") from None
-
-
-def _pair(v, name, where="conv2d"):
-    if isinstance(v, (tuple, list)):
-        if len(v) != 2:
-            raise user_error(ValueError, where, f"{name} must be an int or a pair, got {v!r}")
-        return _int(v[0], name, where), _int(v[1], name, where)
-    v = _int(v, name, where)
-    return v, v
-
-
-def _is_real(v):
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-
-
-def _positive_number(value, name, where, *operands):
-    if not _is_real(value) or not value > 0:
-        raise user_error(ValueError, where, f"{name} must be a positive number, got {value!r}", *operands)
-    return value
-
-
-def _non_negative(value, name, where, *operands):
-    if not _is_real(value) or not value >= 0:
-        raise user_error(ValueError, where, f"{name} must be a non-negative number, got {value!r}", *operands)
-    return value
-
-
-def _probability(p, name, where, *operands):
-    """p, a real number in [0, 1], or a ValueError naming `where` (a string or None is refused too)."""
-    if not _is_real(p) or not 0 <= p <= 1:
-        raise user_error(ValueError, where, f"{name} must be in [0, 1], got {p!r}", *operands)
-    return p
-
-
 _REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -204,186 +150,6 @@ def linear(x, weight, bias=None):
     return _linear_op(x, weight, bias)  # one primitive node (see ops/nn.py)
 
 
-# -- windows: im2col and its adjoint, differentiable at every order
-@functools.cache
-def _window_ops(kernel, stride, dilation, pads, fill):
-    """Im2Col for one kernel (kh, kw), stride, dilation and padding (top, bottom, left, right): (N, C, H, W),
-    padded with `fill`, -> (N, OH, OW, C, kh, kw). Linear in x but for the constant padding; adjoint Col2Im."""
-    (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = kernel, stride, dilation, pads
-    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-
-    class Im2Col(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.hw = x.shape[2:]
-            if any(pads):
-                x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
-            windows = sliding_window_view(x, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-            return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5))
-
-        @staticmethod
-        def backward(ctx, g):
-            return _col2im(kernel, stride, dilation, pads, *ctx.hw).apply(g)
-
-        @staticmethod
-        def jvp(ctx, t):
-            return _window_ops(kernel, stride, dilation, pads, 0.0).apply(t)  # the padding is a constant: zero tangent
-
-    return Im2Col
-
-
-@functools.cache
-def _col2im(kernel, stride, dilation, pads, h, w):
-    (kh, kw), (sh, sw), (dh, dw), (top, bottom, left, right) = kernel, stride, dilation, pads
-
-    class Col2Im(Function):
-        @staticmethod
-        def forward(ctx, g):
-            n, oh, ow, c = g.shape[:4]
-            out = np.zeros((n, c, h + top + bottom, w + left + right), g.dtype)
-            gt = g.transpose(0, 3, 1, 2, 4, 5)  # (N, C, OH, OW, kh, kw)
-            for i in range(kh):
-                for j in range(kw):
-                    out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += \
-                        gt[:, :, :, :, i, j]
-            return out[:, :, top:top + h, left:left + w]
-
-        @staticmethod
-        def backward(ctx, g):
-            return _window_ops(kernel, stride, dilation, pads, 0.0).apply(g)
-
-        @staticmethod
-        def jvp(ctx, t):
-            return Col2Im.apply(t)
-
-    return Col2Im
-
-
-def _windows(x, kernel, stride, dilation, pads, fill, where):
-    n, c, h, w = _shape(x)
-    top, bottom, left, right = pads
-    extent = (dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1)
-    if h is None or w is None or h + top + bottom < extent[0] or w + left + right < extent[1]:
-        raise user_error(ValueError, where, f"the input's spatial size {(h, w)} with padding "
-                         f"{(top + bottom, left + right)} is smaller than the kernel's extent {extent}", x)
-    return _window_ops(tuple(kernel), tuple(stride), tuple(dilation), tuple(pads), fill).apply(x)
-
-
-def _conv_padding(padding, kernel, stride, dilation, where="conv2d"):
-    """(top, bottom, left, right) from an int, a pair, 'valid' or 'same' (PyTorch's meanings: 'same' pads by
-    dilation * (k - 1) in all, the odd one at the bottom/right, and needs stride 1)."""
-    if isinstance(padding, str):
-        if padding == "valid":
-            return 0, 0, 0, 0
-        if padding != "same":
-            raise user_error(ValueError, where, f"padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
-        if stride != (1, 1):
-            raise user_error(ValueError, where, f"padding='same' needs stride 1 (as in PyTorch), got stride {stride}")
-        th, tw = (d * (k - 1) for k, d in zip(kernel, dilation))
-        return th // 2, th - th // 2, tw // 2, tw - tw // 2
-    ph, pw = _pair(padding, "padding", where)
-    if min(ph, pw) < 0:
-        raise user_error(ValueError, where, f"padding {(ph, pw)} must not be negative")
-    return ph, ph, pw, pw
-
-
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d convolution (cross-correlation, as `torch.nn.functional.conv2d`) of x (N, C, H, W) with weight
-    (O, C / groups, kh, kw): im2col by stride tricks, then one matrix product (batched per group when groups > 1).
-
-    >>> import dagrad as dg, numpy as np
-    >>> x = dg.tensor(np.arange(16.0).reshape(1, 1, 4, 4))
-    >>> conv2d(x, dg.tensor(np.ones((1, 1, 2, 2))), stride=2)
-    tensor([[[[10., 18.],
-              [42., 50.]]]])
-    >>> conv2d(x, dg.tensor(np.ones((1, 1, 2, 2))), dilation=2).shape  # each tap 2 pixels apart
-    (1, 1, 2, 2)
-    """
-    xs, ws = _shape(x), _shape(weight)
-    if len(ws) != 4 or None in ws or min(ws[0], ws[2], ws[3]) < 1:
-        raise user_error(ValueError, "conv2d", f"weight must have shape (out_channels, in_channels / groups, kh, kw) "
-                         f"with positive out_channels, kh and kw, got {ws}", x, weight)
-    o, cg, kh, kw = ws
-    groups = _int(groups, "groups", "conv2d")
-    if groups < 1 or o % groups:
-        raise user_error(ValueError, "conv2d", f"groups must be a positive divisor of the {o} output channels, got "
-                         f"{groups}", x, weight)
-    c = cg * groups
-    if len(xs) != 4 or xs[1] != c:
-        raise shape_error("conv2d", f"(N, {c}, H, W)", xs, x, weight)
-    if bias is not None and not _fits(_shape(bias), (o,)):
-        raise user_error(ValueError, "conv2d", f"bias must have shape ({o},), got {_shape(bias)}", x, weight, bias)
-    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    if min(stride + dilation) < 1:
-        raise user_error(ValueError, "conv2d", f"stride {stride} and dilation {dilation} must be positive", x)
-    pads = _conv_padding(padding, (kh, kw), stride, dilation)
-    cols = _windows(x, (kh, kw), stride, dilation, pads, 0.0, "conv2d")  # (N, OH, OW, C, kh, kw), zero padding
-    oh, ow = _shape(cols)[1:3]
-    n = xs[0]
-    k = cg * kh * kw
-    if groups == 1:
-        out = matmul(reshape(cols, (-1, k)), transpose(reshape(weight, (o, k))))
-    else:  # (G, rows, k) @ (G, k, O / G): each group's channels with its own filters
-        cols = transpose(reshape(cols, (-1, groups, k)), (1, 0, 2))
-        out = matmul(cols, transpose(reshape(weight, (groups, o // groups, k)), (0, 2, 1)))
-        out = reshape(transpose(out, (1, 0, 2)), (-1, o))
-    out = transpose(reshape(out, (-1 if n is None else n, oh, ow, o)), (0, 3, 1, 2))
-    if bias is not None:
-        out = out + reshape(bias, (o, 1, 1))
-    return out
-
-
-def _ceil_mode_pads(size, kernel, stride, dilation, pad):
-    """(before, after) padding of one axis with ceil_mode: `pad`, plus enough after for one more window when one
-    would start inside the input or the left padding (PyTorch's rule)."""
-    extent = dilation * (kernel - 1) + 1
-    out = -(-(size + 2 * pad - extent) // stride) + 1
-    if (out - 1) * stride >= size + pad:
-        out -= 1
-    return pad, max(pad, (out - 1) * stride + extent - size - pad)
-
-
-def _pool_options(kernel_size, stride, padding, dilation, where):
-    """The pairs (kernel, stride, padding, dilation) of a max pooling, checked as PyTorch checks them."""
-    kh, kw = _pair(kernel_size, "kernel_size", where)
-    sh, sw = _pair(kernel_size if stride is None else stride, "stride", where)
-    ph, pw = _pair(padding, "padding", where)
-    dh, dw = _pair(dilation, "dilation", where)
-    if min(kh, kw, sh, sw, dh, dw) < 1:
-        raise user_error(ValueError, where, f"kernel_size {(kh, kw)}, stride {(sh, sw)} and dilation {(dh, dw)} must "
-                         f"be positive")
-    if min(ph, pw) < 0 or 2 * ph > kh or 2 * pw > kw:
-        raise user_error(ValueError, where, f"padding {(ph, pw)} must be non-negative and at most half the kernel "
-                         f"{(kh, kw)}")
-    return (kh, kw), (sh, sw), (ph, pw), (dh, dw)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """Max over windows of x (N, C, H, W), as `torch.nn.functional.max_pool2d`: the gradient goes to the first
-    maximum of each window (PyTorch's choice), padding is -inf; `ceil_mode` keeps a last partial window.
-
-    >>> import dagrad as dg, numpy as np
-    >>> max_pool2d(dg.tensor(np.arange(16.0).reshape(1, 1, 4, 4)), 2)
-    tensor([[[[ 5.,  7.],
-              [13., 15.]]]])
-    >>> max_pool2d(dg.tensor(np.arange(25.0).reshape(1, 1, 5, 5)), 2, ceil_mode=True).shape
-    (1, 1, 3, 3)
-    """
-    xs = _shape(x)
-    if len(xs) != 4:
-        raise shape_error("max_pool2d", "(N, C, H, W)", xs, x)
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_options(kernel_size, stride, padding, dilation, "max_pool2d")
-    pads = (ph, ph, pw, pw)
-    if ceil_mode and None not in xs[2:]:
-        pads = _ceil_mode_pads(xs[2], kh, sh, dh, ph) + _ceil_mode_pads(xs[3], kw, sw, dw, pw)
-    windows = _windows(x, (kh, kw), (sh, sw), (dh, dw), pads, -np.inf, "max_pool2d")  # (N, OH, OW, C, kh, kw)
-    k = kh * kw
-    windows = reshape(windows, tuple(-1 if n is None else n for n in _shape(windows)[:3]) + (xs[1], k))
-    first = equal(expand_dims(argmax(windows, axis=-1), -1), np.arange(k))  # one-hot of the first maximum
-    out = sum(where(first, windows, 0.0), axis=-1)  # (N, OH, OW, C); where, not *: padding is -inf
-    return transpose(out, (0, 3, 1, 2))
-
-
 def dropout(x, p=0.5, training=True, generator=None):
     """Zeroes each entry with probability p and scales the rest by 1/(1-p) (identity when not training).
     `generator` is an `np.random.Generator`; by default `dg.nn.init`'s seedable one.
@@ -414,6 +180,36 @@ _KEEP_MASK = Op("dropout_mask", _keep_mask, None, None, lambda like, p, generato
                 dtype=first)
 
 
+def dropout2d(input, p=0.5, training=True, inplace=False, generator=None):
+    """Zeroes whole channels of (N, C, H, W) input with probability p each (one draw per example and channel) and
+    scales the rest by 1/(1-p), as `torch.nn.functional.dropout2d`; identity when not training. A 3-d input is
+    taken as (N, C, L), with PyTorch's warning (its historical behaviour). `inplace` is accepted for PyTorch's
+    signature; the result is a new tensor.
+
+    >>> import dagrad as dg, numpy as np
+    >>> y = dropout2d(dg.tensor(np.ones((1, 4, 2, 2))), 0.5, generator=np.random.default_rng(0))
+    >>> y.numpy()[0, :, 0, 0]
+    array([2., 0., 0., 0.])
+    """
+    _probability(p, "p", "dropout2d", input)
+    xs = _shape(input)
+    if len(xs) not in (3, 4):
+        raise shape_error("dropout2d", "(N, C, H, W) (or (N, C, L))", xs, input)
+    if len(xs) == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", UserWarning, stacklevel=2)
+    if not training or p == 0:
+        return input
+    gen = _generator(generator)
+    index = (slice(None), slice(None)) + (slice(0, 1),) * (len(xs) - 2)
+    if is_symbolic(input):  # one mask entry per channel, drawn anew at each run
+        return input * apply(_KEEP_MASK, (getitem(input, index),), {"p": float(p), "generator": gen})
+    return input * _keep_mask(np.broadcast_to(np.zeros((), dtype_of(input)), xs[:2] + (1,) * (len(xs) - 2)), p, gen)
+
+
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the trailing `normalized_shape` dims (biased variance), then scales and shifts.
 
@@ -440,91 +236,6 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias
     return out
-
-
-def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
-    """Batch normalisation of x (N, C) or (N, C, L), as `torch.nn.functional.batch_norm`: in training with the
-    batch's mean and biased variance, updating the running stats given in place (`running = (1 - momentum) *
-    running + momentum * batch`, with the unbiased variance); otherwise with the running stats.
-
-    All or nothing: every argument is checked before the running stats are touched, and they are updated only
-    once the output is computed. An empty batch (N = 0) gives an empty output and leaves them unchanged.
-
-    >>> import dagrad as dg, numpy as np
-    >>> rm, rv = np.zeros(2), np.ones(2)
-    >>> y = batch_norm(dg.tensor([[1.0, 2.0], [3.0, 6.0]]), rm, rv, training=True)
-    >>> rm
-    array([0.2, 0.4])
-    """
-    xs = _shape(x)
-    if len(xs) not in (2, 3):
-        raise shape_error("batch_norm", "(N, C) or (N, C, L)", xs, x)
-    if dtype_of(x).kind != "f":
-        raise user_error(TypeError, "batch_norm", f"the input must be floating point, got dtype {dtype_of(x)}", x)
-    c = xs[1]
-    for name, stat in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
-                       ("bias", bias)):
-        if stat is not None and not _fits(_shape(stat), (c,)):
-            raise user_error(ValueError, "batch_norm", f"{name} must hold one value per channel, shape ({c},), got "
-                             f"{_shape(stat)}", x, stat)
-    _positive_number(eps, "eps", "batch_norm", x)
-    axes, stat_shape = ((0,), (1, c)) if len(xs) == 2 else ((0, 2), (1, c, 1))
-    count = int(np.prod([xs[a] for a in axes])) if None not in xs else None
-    updates = ()
-    if training:
-        if count == 1:
-            raise user_error(ValueError, "batch_norm", f"expected more than 1 value per channel when training, got "
-                             f"input of shape {xs}", x)
-        if running_mean is not None or running_var is not None:
-            _probability(momentum, "momentum", "batch_norm", x)
-            if is_symbolic(x):
-                raise user_error(NotImplementedError, "batch_norm", "updating running statistics needs concrete "
-                                 "values (eager or transforms), not a static graph node", x)
-            updates = {name: _writable(stat, name) for name, stat in (("running_mean", running_mean),
-                                                                      ("running_var", running_var)) if stat is not None}
-        if count == 0:  # an empty batch: nothing to normalise, and nothing learnt about the data
-            mu = v = None
-        else:
-            mu, v = mean(x, axis=axes, keepdims=True), var(x, axis=axes, keepdims=True)
-    else:
-        if running_mean is None or running_var is None:
-            raise user_error(ValueError, "batch_norm", "evaluation mode needs running_mean and running_var", x)
-        mu, v = reshape(running_mean, stat_shape), reshape(running_var, stat_shape)
-    out = x if mu is None else (x - mu) / sqrt(v + eps)
-    if weight is not None:
-        out = out * reshape(weight, stat_shape)
-    if bias is not None:
-        out = out + reshape(bias, stat_shape)
-    if updates and count != 0:  # the output is computed: nothing can fail any more
-        # both statistics at once: over a Dask batch ONE compute (two would read every chunk twice)
-        mu_values, v_values = (to_numpy(a) for a in compute_together([_raw(mu), _raw(v)]))
-        batch = {"running_mean": mu_values.reshape(-1), "running_var": v_values.reshape(-1) * (count / (count - 1))}
-        for name, (stat, target) in updates.items():
-            target *= 1 - momentum
-            target += momentum * batch[name]
-            if stat is not None:
-                mark_written(stat)
-    return out
-
-
-def _writable(stat, name):
-    """(the Tensor or None, the array to update in place) for a running statistic, checked first."""
-    if isinstance(stat, Tensor):
-        if is_symbolic(stat) or stat._level:
-            raise user_error(TypeError, "batch_norm", f"{name} must be an eager Tensor or a NumPy array to update in "
-                             f"place, got a traced or static-graph value", stat)
-        target = stat._value
-    elif isinstance(stat, np.ndarray):
-        stat, target = None, stat
-    else:
-        raise user_error(TypeError, "batch_norm", f"{name} must be a Tensor or a NumPy array to update in place, got "
-                         f"{type(stat).__name__}")
-    if type(target) is not np.ndarray or target.dtype.kind != "f" or not target.flags.writeable:
-        got = (type(target).__name__ if type(target) is not np.ndarray else
-               f"a {'' if target.flags.writeable else 'read-only '}{target.dtype} array")
-        raise user_error(TypeError, "batch_norm", f"{name} must be a writable floating-point NumPy array to update "
-                         f"in place, got {got}", target)
-    return stat, target
 
 
 def embedding(indices, weight):

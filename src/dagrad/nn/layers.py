@@ -11,37 +11,17 @@ import math
 import numpy as np
 
 from .._core.errors import user_error
-from .._core.tensor import Tensor, mark_written
 from ..ops.nn import linear as _linear_op
 from . import functional as F
 from . import init
-from .module import Module, Parameter
+from ._common import _affine, _empty, _size
+from .module import Module
 
 __all__ = [
-    "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding", "Sequential", "ModuleList",
+    "Linear", "Dropout", "Dropout2d", "LayerNorm", "Embedding", "Sequential", "ModuleList",
     "ModuleDict", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus", "Softmax",
     "LogSoftmax", "Flatten",
 ]
-
-
-def _empty(shape, dtype):
-    return Parameter(np.zeros(shape, dtype=dtype or np.float64))
-
-
-def _affine(shape, dtype, affine):
-    """(weight, bias) of a normalisation layer: ones and zeros, or (None, None) without `affine`."""
-    if not affine:
-        return None, None
-    return Parameter(np.ones(shape, dtype or np.float64)), Parameter(np.zeros(shape, dtype or np.float64))
-
-
-def _size(value, name, layer, minimum=0):
-    """A size option as an int of at least `minimum` (a float, a bool or a smaller value is refused)."""
-    value = F._int(value, name, layer)
-    if value < minimum:
-        raise user_error(ValueError, layer, f"{name} must be {'non-negative' if minimum == 0 else 'positive'}, got "
-                         f"{value}")
-    return value
 
 
 class Linear(Module):
@@ -80,92 +60,6 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class Conv2d(Module):
-    """2-d convolution of (N, C_in, H, W) inputs; weight (C_out, C_in, kh, kw) and bias initialised as PyTorch's.
-
-    >>> import dagrad as dg, numpy as np
-    >>> conv = dg.nn.Conv2d(1, 4, 3, padding=1)
-    >>> conv
-    Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
-    >>> conv(dg.tensor(np.zeros((2, 1, 8, 8)))).shape
-    (2, 4, 8, 8)
-    """
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 dtype=None, generator=None):
-        super().__init__()
-        # PyTorch accepts most of these here and fails at the first call; checked now, where the mistake is
-        self.in_channels = _size(in_channels, "in_channels", "Conv2d")
-        self.out_channels = _size(out_channels, "out_channels", "Conv2d", minimum=1)
-        self.groups = _size(groups, "groups", "Conv2d", minimum=1)
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise user_error(ValueError, "Conv2d", f"groups ({groups}) must divide in_channels ({in_channels}) and "
-                             f"out_channels ({out_channels})")
-        self.kernel_size = F._pair(kernel_size, "kernel_size", "Conv2d")
-        self.stride = F._pair(stride, "stride", "Conv2d")
-        self.dilation = F._pair(dilation, "dilation", "Conv2d")
-        if min(self.kernel_size + self.stride + self.dilation) < 1:
-            raise user_error(ValueError, "Conv2d", f"kernel_size {self.kernel_size}, stride {self.stride} and dilation "
-                             f"{self.dilation} must be positive")
-        F._conv_padding(padding, self.kernel_size, self.stride, self.dilation, "Conv2d")  # checks it
-        self.padding = padding if isinstance(padding, str) else F._pair(padding, "padding", "Conv2d")
-        self.weight = _empty((self.out_channels, self.in_channels // self.groups) + self.kernel_size, dtype)
-        self.bias = _empty((self.out_channels,), dtype) if bias else None
-        self.reset_parameters(generator)
-
-    def reset_parameters(self, generator=None):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=generator)
-        if self.bias is not None:
-            fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound, generator)
-
-    def forward(self, x):
-        xs = F._shape(x)
-        if len(xs) != 4 or xs[1] != self.in_channels:
-            raise F.shape_error(repr(self), f"(N, {self.in_channels}, H, W)", xs, x)
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def extra_repr(self):
-        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding!r}")
-        if self.dilation != (1, 1):
-            text += f", dilation={self.dilation}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        return text + ("" if self.bias is not None else ", bias=False")
-
-
-class MaxPool2d(Module):
-    """Max pooling of (N, C, H, W) inputs (stride defaults to the kernel size).
-
-    >>> import dagrad as dg, numpy as np
-    >>> dg.nn.MaxPool2d(2)(dg.tensor(np.zeros((1, 3, 8, 8)))).shape
-    (1, 3, 4, 4)
-    """
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-        super().__init__()
-        F._pool_options(kernel_size, stride, padding, dilation, "MaxPool2d")  # checks them
-        self.kernel_size = kernel_size
-        self.stride = kernel_size if stride is None else stride
-        self.padding = padding
-        self.dilation = dilation
-        self.ceil_mode = bool(ceil_mode)
-
-    def forward(self, x):
-        xs = F._shape(x)
-        if len(xs) != 4:
-            raise F.shape_error(repr(self), "(N, C, H, W)", xs, x)
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
-
-    def extra_repr(self):
-        text = f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-        if self.dilation != 1:
-            text += f", dilation={self.dilation}"
-        return text + (", ceil_mode=True" if self.ceil_mode else "")
-
-
 class Dropout(Module):
     """Zeroes entries with probability p while training (scaling the rest by 1/(1-p)); identity in eval.
 
@@ -185,6 +79,30 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}"
+
+
+class Dropout2d(Module):
+    """Zeroes whole channels of (N, C, H, W) inputs with probability p while training (scaling the rest by
+    1/(1-p)), as PyTorch's; identity in eval.
+
+    >>> import dagrad as dg, numpy as np
+    >>> dg.nn.Dropout2d(0.2)
+    Dropout2d(p=0.2, inplace=False)
+    """
+
+    def __init__(self, p=0.5, inplace=False, generator=None):
+        super().__init__()
+        self.p = F._probability(p, "p", "Dropout2d")
+        self.inplace, self.generator = bool(inplace), generator
+
+    def forward(self, x):
+        xs = F._shape(x)
+        if len(xs) not in (3, 4):
+            raise F.shape_error(repr(self), "(N, C, H, W) (or (N, C, L))", xs, x)
+        return F.dropout2d(x, self.p, self.training, generator=self.generator)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class LayerNorm(Module):
@@ -215,51 +133,6 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-
-
-class BatchNorm1d(Module):
-    """Batch normalisation of (N, C) or (N, C, L) inputs, as PyTorch's: batch statistics and a running-average
-    update (momentum 0.1, unbiased variance) in training, running statistics in eval.
-
-    >>> import dagrad as dg, numpy as np
-    >>> bn = dg.nn.BatchNorm1d(2)
-    >>> y = bn(dg.tensor([[1.0, 2.0], [3.0, 6.0]]))
-    >>> bn.running_mean, int(bn.num_batches_tracked.item())
-    (tensor([0.2, 0.4]), 1)
-    """
-
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
-        super().__init__()
-        self.num_features = _size(num_features, "num_features", "BatchNorm1d", minimum=1)
-        self.eps = F._positive_number(eps, "eps", "BatchNorm1d")
-        self.momentum = None if momentum is None else F._probability(momentum, "momentum", "BatchNorm1d")
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight, self.bias = _affine(self.num_features, dtype, affine)
-        n, dt = self.num_features, dtype or np.float64
-        for name, value in (("running_mean", np.zeros(n, dt)), ("running_var", np.ones(n, dt)),
-                            ("num_batches_tracked", np.array(0, np.int64))):
-            self.register_buffer(name, Tensor(value) if track_running_stats else None)
-
-    def forward(self, x):
-        xs = F._shape(x)
-        if len(xs) not in (2, 3) or xs[1] != self.num_features:
-            raise F.shape_error(repr(self), f"(N, {self.num_features}) or (N, {self.num_features}, L)", xs, x)
-        if not (self.training and self.track_running_stats):
-            return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                                not self.track_running_stats, 0.0, self.eps)
-        count = self.num_batches_tracked
-        # momentum=None: a cumulative average of the batches, as PyTorch's
-        momentum = 1.0 / (int(count._value) + 1) if self.momentum is None else self.momentum
-        # F.batch_norm checks everything before it updates the running statistics, and the count
-        # follows only once it has succeeded (an empty batch counts, as in PyTorch)
-        out = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, True, momentum, self.eps)
-        count._value[...] += 1
-        mark_written(count)
-        return out
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class Embedding(Module):
