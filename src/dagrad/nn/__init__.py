@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from . import functional, init, utils
+from .attention import MultiheadAttention
 from .layers import (
     ELU,
     GELU,
@@ -50,11 +51,13 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter, StateDictError
+from .recurrent import GRU, LSTM, RNN
+from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
     "Sequential", "ModuleList", "ModuleDict", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU",
     "ELU", "Softplus", "Softmax", "LogSoftmax", "Flatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-    "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "StateDictError", "functional",
-    "init", "utils",
+    "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "StateDictError", "RNN", "LSTM",
+    "GRU", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "functional", "init", "utils",
 ]
