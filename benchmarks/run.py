@@ -36,6 +36,9 @@ Workloads
       written by hand with dask.array (dask-glm's), and on a LocalCluster of 1 and 2 worker processes.
       Dask's schedulers use both cores here (its threads, or two worker processes); BLAS stays at one
       thread per worker.
+  (i) sequence layers (issue 29, benchmarks/bench_nn.py): an LSTM (2 layers, hidden 128, 64 steps, batch
+      32) and a TransformerEncoderLayer (d_model 128, 4 heads, 32 x 64 tokens) training step, float64 and
+      float32, PyTorch against dagrad eager and compiled; see that module.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -90,6 +93,7 @@ if XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
 import numpy as np  # noqa: E402  (after the thread settings)
 
 import bench_dask  # noqa: E402  (workload (h), beside this file)
+import bench_nn  # noqa: E402  (workload (i), beside this file)
 import bench_transforms  # noqa: E402  (workload (g), beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1577,6 +1581,8 @@ def main(argv=None):
     print("(f) long loops over input shapes: Session and dg.compile caches ...", file=sys.stderr)
     table_f = cache_memory_table(bench_cache_memory(mode))
     table_h = bench_dask.tables(mode, median)
+    print("(i) sequence layers: LSTM and TransformerEncoderLayer training steps ...", file=sys.stderr)
+    table_i = bench_nn.tables(bench_nn.bench_sequence(run_interleaved, 2 if mode == "quick" else 10, 1), median, iqr)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
@@ -1602,7 +1608,9 @@ def main(argv=None):
         "### (g) transforms (issue 15): vmap, scan, checkpoint\n\n"
         f"{table_g}\n\n"
         "### (h) Dask arrays as values (issue 17)\n\n"
-        f"{table_h}\n"
+        f"{table_h}\n\n"
+        "### (i) sequence layers (issue 29): LSTM and TransformerEncoderLayer against PyTorch\n\n"
+        f"{table_i}\n"
     )
     print(tables)
     report = "\n".join(

@@ -31,10 +31,9 @@ from .._core.shapes import dtype_of
 from .._core.tensor import Tensor, is_symbolic
 from ..control import scan
 from ..ops.elementwise import relu, tanh, where, zeros_like
-from ..ops.linalg import matmul
 from ..ops.nn import linear
 from ..ops.recurrent import gru_cell, lstm_cell
-from ..ops.shape import concatenate, expand_dims, getitem, squeeze, stack, swapaxes, transpose
+from ..ops.shape import concatenate, expand_dims, getitem, squeeze, stack, swapaxes
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -287,7 +286,7 @@ class _RNNBase(Module):
             n = self.hidden_size
             h, c = getitem(out, (Ellipsis, slice(0, n))), getitem(out, (Ellipsis, slice(n, 2 * n)))
             if self.proj_size:
-                h = matmul(h, transpose(weights[-1]))
+                h = linear(h, weights[-1], None)
             return [h, c]
         if mode == "GRU":
             return [gru_cell(gx, gh, state[0], bias_x, b_hh)]
@@ -306,14 +305,15 @@ class _RNNBase(Module):
     def _loop(self, steps, init_states, weights, reverse, mask):
         """Eager: the steps in Python, on a list of per-step inputs."""
         state = self._initial(steps[0], init_states)
-        w_ih_t, w_hh_t = transpose(weights[0]), transpose(weights[1])
+        w_ih, w_hh = weights[0], weights[1]
         bias_x = self._bias_x(weights)
         n = len(steps)
         ys = [None] * n
         for t in (range(n - 1, -1, -1) if reverse else range(n)):
-            x_t = steps[t]
-            gx = matmul(x_t, w_ih_t)
-            new = self._cell(gx, matmul(state[0], w_hh_t), state, weights, bias_x)
+            # linear, not matmul with a transposed weight: its backward makes the weight's gradient and sums the
+            # bias's with NumPy directly, no transposition or reduction nodes
+            gx = linear(steps[t], w_ih, bias_x)
+            new = self._cell(gx, linear(state[0], w_hh, None), state, weights, None)
             if mask is not None:
                 m = mask[t]
                 ys[t] = where(m, new[0], 0.0)
@@ -327,12 +327,11 @@ class _RNNBase(Module):
         """Graph: one scan over the steps; the input's projection for all of them is one product before it."""
         projected = linear(x, weights[0], self._bias_x(weights))
         state = self._initial(getitem(x, 0), init_states)
-        w_hh_t = transpose(weights[1])
 
         def step(carry, xs):
             gx, m = xs if mask is not None else (xs, None)
             carry = list(carry)
-            new = self._cell(gx, matmul(carry[0], w_hh_t), carry, weights, None)
+            new = self._cell(gx, linear(carry[0], weights[1], None), carry, weights, None)
             if m is None:
                 return tuple(new), new[0]
             return tuple(where(m, a, b) for a, b in zip(new, carry)), where(m, new[0], 0.0)
