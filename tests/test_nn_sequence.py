@@ -480,6 +480,23 @@ def test_transformer_encoder_copies_the_layer():
     assert layer.linear1.weight.numpy().any() and encoder.layers[1].linear1.weight.numpy().any()
 
 
+def test_transformer_encoder_copies_share_the_layers_generator():
+    rng = np.random.default_rng(5)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, HEADS, dim_feedforward=12, generator=rng), 2)
+    # copies of the generator would draw the same masks in every layer
+    assert all(m.generator is rng for layer in encoder.layers for m in layer.modules() if hasattr(m, "generator"))
+
+
+def test_attention_gradcheck():
+    mha = nn.MultiheadAttention(4, 2, kdim=3, add_bias_kv=True)
+    q, k, v = RNG.standard_normal((3, 2, 4)), RNG.standard_normal((5, 2, 3)), RNG.standard_normal((5, 2, 4))
+    mask = np.array([[False] * 5, [False, False, True, True, True]])
+    assert dg.gradcheck(lambda q, k, v: dg.sum(dg.sin(mha(q, k, v, key_padding_mask=mask)[0])), q, k, v)
+    causal = np.tri(3, 5, dtype=bool)
+    assert dg.gradcheck(lambda q, k, v: dg.sum(dg.sin(F.scaled_dot_product_attention(q, k, v, attn_mask=causal))),
+                        q[:, 0, :3], k[:, 0, :3], v[:, 0, :3], order=2)
+
+
 def test_transformer_layers_train_with_dropout_and_compile():
     layer = nn.TransformerEncoderLayer(E, HEADS, dim_feedforward=12, dropout=0.0, batch_first=True)
     x = RNG.standard_normal((N, L, E))
