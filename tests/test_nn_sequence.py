@@ -219,6 +219,14 @@ def test_a_compiled_recurrence_is_one_scan_node_per_layer_and_direction(options)
     assert len(fast.graph(longer).nodes) == len(fast.graph(x).nodes)
 
 
+def test_a_recurrent_layer_in_a_static_graph_needs_the_batch_size():
+    with dg.Graph():
+        p = dg.placeholder((L, None, IN), "float64")
+        with pytest.raises(ValueError, match=r"LSTM: the sequence length and the batch size must be known .* got "
+                                             r"input of shape \(5, None, 4\).*" + _here(1)):
+            nn.LSTM(IN, HID)(p)
+
+
 def test_recurrent_layer_in_a_static_graph():
     model = nn.GRU(IN, HID, batch_first=True)
     x = RNG.standard_normal((N, L, IN))

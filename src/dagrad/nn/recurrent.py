@@ -30,7 +30,7 @@ from .._core.ir import graph_state
 from .._core.shapes import dtype_of
 from .._core.tensor import Tensor, is_symbolic
 from ..control import scan
-from ..ops.elementwise import relu, tanh, where, zeros_like
+from ..ops.elementwise import relu, tanh, where
 from ..ops.nn import linear
 from ..ops.recurrent import gru_cell, lstm_cell
 from ..ops.shape import concatenate, expand_dims, getitem, squeeze, stack, swapaxes
@@ -178,8 +178,10 @@ class _RNNBase(Module):
         unbatched = len(xs) == 2
         x = expand_dims(input, 1) if unbatched else swapaxes(input, 0, 1) if self.batch_first else input
         steps, batch = F._shape(x)[:2]
-        if steps is None:
-            raise user_error(ValueError, name, f"the sequence length must be known, got input of shape {xs}", input)
+        if steps is None or batch is None:  # only a static graph's placeholder leaves a size unknown
+            raise user_error(ValueError, name, f"the sequence length and the batch size must be known (a static "
+                             f"graph's recurrence is a dg.scan, traced once with known shapes), got input of shape "
+                             f"{xs}: give the placeholder its sizes", input)
         states = self._state_list(hx, unbatched, batch, name)
         mask = None if lengths is None else self._mask(lengths, steps, batch, unbatched, name)
         return x, states, mask, unbatched
@@ -272,9 +274,6 @@ class _RNNBase(Module):
             return list(init_states)
         batch = F._shape(like)[-2]
         dtype = np.result_type(dtype_of(like), self.weight_ih_l0.dtype)
-        if batch is None:  # a static graph's unknown batch size: zeros shaped from the input
-            column = zeros_like(getitem(like, (Ellipsis, slice(0, 1))), dtype)
-            return [column + np.zeros(size, dtype) for _, size in self._states()]
         return [np.zeros((batch, size), dtype) for _, size in self._states()]
 
     def _cell(self, gx, gh, state, weights, bias_x):
@@ -289,7 +288,7 @@ class _RNNBase(Module):
                 h = linear(h, weights[-1], None)
             return [h, c]
         if mode == "GRU":
-            return [gru_cell(gx, gh, state[0], bias_x, b_hh)]
+            return [getitem(gru_cell(gx, gh, state[0], bias_x, b_hh), (Ellipsis, slice(0, self.hidden_size)))]
         pre = gx + gh
         if bias_x is not None:
             pre = pre + bias_x
