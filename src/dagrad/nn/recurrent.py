@@ -276,22 +276,21 @@ class _RNNBase(Module):
         dtype = np.result_type(dtype_of(like), self.weight_ih_l0.dtype)
         return [np.zeros((batch, size), dtype) for _, size in self._states()]
 
-    def _cell(self, gx, gh, state, weights, bias_x):
-        """The next state(s) and the step's output, from the input's and the hidden state's products."""
+    def _cell(self, gx, gh, state, weights):
+        """The next state(s) (the first is the step's output), from the input's product with its bias (`_bias_x`)
+        and the hidden state's product."""
         mode = self.mode
-        b_hh = weights[3] if self.bias else None
         if mode == "LSTM":
-            out = lstm_cell(gx, gh, state[1], bias_x, None)
+            out = lstm_cell(gx, gh, state[1])
             n = self.hidden_size
             h, c = getitem(out, (Ellipsis, slice(0, n))), getitem(out, (Ellipsis, slice(n, 2 * n)))
             if self.proj_size:
                 h = linear(h, weights[-1], None)
             return [h, c]
-        if mode == "GRU":
-            return [getitem(gru_cell(gx, gh, state[0], bias_x, b_hh), (Ellipsis, slice(0, self.hidden_size)))]
+        if mode == "GRU":  # b_hh inside the reset gate's product
+            out = gru_cell(gx, gh, state[0], None, weights[3] if self.bias else None)
+            return [getitem(out, (Ellipsis, slice(0, self.hidden_size)))]
         pre = gx + gh
-        if bias_x is not None:
-            pre = pre + bias_x
         return [tanh(pre) if mode == "RNN_TANH" else relu(pre)]
 
     def _bias_x(self, weights):
@@ -312,7 +311,7 @@ class _RNNBase(Module):
             # linear, not matmul with a transposed weight: its backward makes the weight's gradient and sums the
             # bias's with NumPy directly, no transposition or reduction nodes
             gx = linear(steps[t], w_ih, bias_x)
-            new = self._cell(gx, linear(state[0], w_hh, None), state, weights, None)
+            new = self._cell(gx, linear(state[0], w_hh, None), state, weights)
             if mask is not None:
                 m = mask[t]
                 ys[t] = where(m, new[0], 0.0)
@@ -330,7 +329,7 @@ class _RNNBase(Module):
         def step(carry, xs):
             gx, m = xs if mask is not None else (xs, None)
             carry = list(carry)
-            new = self._cell(gx, linear(carry[0], weights[1], None), carry, weights, None)
+            new = self._cell(gx, linear(carry[0], weights[1], None), carry, weights)
             if m is None:
                 return tuple(new), new[0]
             return tuple(where(m, a, b) for a, b in zip(new, carry)), where(m, new[0], 0.0)
