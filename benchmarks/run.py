@@ -39,6 +39,9 @@ Workloads
   (i) layers and data loading (issue 29, benchmarks/bench_nn_layers.py): a training step of the digits CNN with
       BatchNorm2d against PyTorch (float64 and float32), and DataLoader's time per batch against PyTorch's
       (num_workers=0) and the same batches cut by hand in NumPy; see that module.
+  (j) sequence layers (issue 29, benchmarks/bench_nn.py): an LSTM (2 layers, hidden 128, 64 steps, batch
+      32) and a TransformerEncoderLayer (d_model 128, 4 heads, 32 x 64 tokens) training step, float64 and
+      float32, PyTorch against dagrad eager and compiled; see that module.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -93,6 +96,7 @@ if XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
 import numpy as np  # noqa: E402  (after the thread settings)
 
 import bench_dask  # noqa: E402  (workload (h), beside this file)
+import bench_nn  # noqa: E402  (workload (j), beside this file)
 import bench_nn_layers  # noqa: E402  (workload (i), beside this file)
 import bench_transforms  # noqa: E402  (workload (g), beside this file)
 
@@ -1584,6 +1588,8 @@ def main(argv=None):
     print("(i) layers and data loading: CNN with BatchNorm2d, DataLoader ...", file=sys.stderr)
     table_i = bench_nn_layers.tables(bench_nn_layers.bench_cnn(run_interleaved, repeats, warmup),
                                      bench_nn_layers.bench_loader(run_interleaved, repeats, warmup), median, iqr)
+    print("(j) sequence layers: LSTM and TransformerEncoderLayer training steps ...", file=sys.stderr)
+    table_j = bench_nn.tables(bench_nn.bench_sequence(run_interleaved, 2 if mode == "quick" else 10, 1), median, iqr)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
 
@@ -1611,7 +1617,9 @@ def main(argv=None):
         "### (h) Dask arrays as values (issue 17)\n\n"
         f"{table_h}\n\n"
         "### (i) layers and data loading (issue 29)\n\n"
-        f"{table_i}\n"
+        f"{table_i}\n\n"
+        "### (j) sequence layers (issue 29): LSTM and TransformerEncoderLayer against PyTorch\n\n"
+        f"{table_j}\n"
     )
     print(tables)
     report = "\n".join(

@@ -234,6 +234,31 @@ case("linear", lambda x, w: dg.nn.functional.linear(x, w), lambda x, w: x @ w.T,
      torch_ref=_nnf("linear"))
 
 
+# -- the recurrent cells (one op per time step of an LSTM or GRU layer): broadcast biases, no biases, a batch of one
+def _np_sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _lstm_ref(gx, gh, c, bx=0.0, bh=0.0):
+    z, n = gx + gh + bx + bh, c.shape[-1]
+    i, f, g, o = _np_sig(z[..., :n]), _np_sig(z[..., n:2 * n]), np.tanh(z[..., 2 * n:3 * n]), _np_sig(z[..., 3 * n:])
+    c2 = f * c + i * g
+    return np.concatenate(np.broadcast_arrays(o * np.tanh(c2), c2, i, f, g, o), axis=-1)
+
+
+def _gru_ref(gx, gh, h, bx=0.0, bh=0.0):
+    a, b, n = gx + bx, gh + bh, h.shape[-1]
+    r, z = _np_sig(a[..., :n] + b[..., :n]), _np_sig(a[..., n:2 * n] + b[..., n:2 * n])
+    new = np.tanh(a[..., 2 * n:] + r * b[..., 2 * n:])
+    return np.concatenate(np.broadcast_arrays((1 - z) * new + z * h, r, z, new), axis=-1)
+
+
+case("lstm_cell", dg.ops.recurrent.lstm_cell, _lstm_ref, (3, 8), (3, 8), (3, 2), (8,), (8,))
+case("lstm_cell", dg.ops.recurrent.lstm_cell, _lstm_ref, (8,), (2, 3, 8), (3, 2), name="lstm_cell, broadcast, no bias")
+case("gru_cell", dg.ops.recurrent.gru_cell, _gru_ref, (3, 6), (3, 6), (3, 2), (6,), (6,))
+case("gru_cell", dg.ops.recurrent.gru_cell, _gru_ref, (2, 3, 6), (6,), (3, 2), name="gru_cell, broadcast, no bias")
+case("lstm_cell", dg.ops.recurrent.lstm_cell, _lstm_ref, (8,), (8,), (3, 2), name="lstm_cell, the state broadcast")
+
 # -- log_softmax (one op; its backward reads its output)
 case("log_softmax", dg.log_softmax, lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True)), (2, 3),
      torch_ref=lambda x: _nnf("log_softmax")(x, dim=-1))

@@ -25,7 +25,8 @@ LAYERS = [
     # HIPS autograd's module names (issue 16): thin layers over the modules above
     ("dagrad.vspace", 3), ("dagrad.wrap_util", 3), ("dagrad.test_util", 3), ("dagrad.builtins", 3),
     ("dagrad.tracer", 3), ("dagrad.core", 3), ("dagrad.extend", 3), ("dagrad.misc", 3), ("dagrad.util", 3),
-    ("dagrad.nn", 4), ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4), ("dagrad.utils", 4),
+    ("dagrad.nn", 4), ("dagrad.nn.recurrent", 4), ("dagrad.nn.attention", 4), ("dagrad.nn.transformer", 4),
+    ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4), ("dagrad.utils", 4),
     ("dagrad.demo", 5), ("dagrad.__main__", 5),  # applications of the whole library
     ("dagrad", 5),  # the package's face: it re-exports everything
 ]

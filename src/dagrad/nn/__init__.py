@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from . import functional, init, utils
+from .attention import MultiheadAttention
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .layers import (
     ELU,
@@ -51,6 +52,8 @@ from .loss import (
 from .module import Module, Parameter, StateDictError
 from .norm import BatchNorm1d, BatchNorm2d, GroupNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
+from .recurrent import GRU, LSTM, RNN
+from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Dropout", "LayerNorm", "BatchNorm1d", "Embedding",
@@ -59,4 +62,5 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "StateDictError", "functional",
     "init", "utils", "Conv1d", "ConvTranspose2d", "BatchNorm2d", "GroupNorm", "AvgPool2d", "AdaptiveAvgPool2d",
     "MaxPool1d", "Dropout2d",
+    "RNN", "LSTM", "GRU", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
 ]

@@ -106,14 +106,14 @@ class Dropout2d(Module):
 
 
 class LayerNorm(Module):
-    """Normalises over the trailing `normalized_shape` dims; weight ones, bias zeros.
+    """Normalises over the trailing `normalized_shape` dims; weight ones, bias zeros (no bias with `bias=False`).
 
     >>> import dagrad as dg
     >>> dg.nn.LayerNorm(3)
     LayerNorm((3,), eps=1e-05, elementwise_affine=True)
     """
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=None):
         super().__init__()
         if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (normalized_shape,)
@@ -122,7 +122,8 @@ class LayerNorm(Module):
             raise user_error(ValueError, "LayerNorm", "normalized_shape must have at least one dimension")
         self.eps = F._positive_number(eps, "eps", "LayerNorm")
         self.elementwise_affine = elementwise_affine
-        self.weight, self.bias = _affine(self.normalized_shape, dtype, elementwise_affine)
+        weight, shift = _affine(self.normalized_shape, dtype, elementwise_affine)
+        self.weight, self.bias = weight, shift if bias else None  # bias=False: a scale only, as PyTorch's
 
     def forward(self, x):
         xs = F._shape(x)

@@ -7,12 +7,13 @@ state that is saved but not trained, such as BatchNorm's running statistics), wa
 from __future__ import annotations
 
 from collections import OrderedDict
+from copy import deepcopy
 
 import numpy as np
 
 from .._core.errors import printable, user_error
 from .._core.ir import graph_state, rollback
-from .._core.tensor import Tensor, _as_array, _check_differentiable_dtype, mark_written
+from .._core.tensor import Tensor, _as_array, _check_differentiable_dtype, is_symbolic, mark_written
 
 __all__ = ["Module", "Parameter", "StateDictError"]
 
@@ -22,6 +23,20 @@ _STATE = ("_parameters", "_buffers")  # the tables state_dict saves, in this ord
 class StateDictError(RuntimeError, ValueError):
     """`load_state_dict` was given keys, shapes or values that do not fit the model: a RuntimeError, as PyTorch's,
     and a ValueError, as any other bad value dagrad refuses."""
+
+
+def _copied(t, where):
+    """A copy of the leaf tensor `t` (a Parameter stays one), with a copy of its `.grad`, for `deepcopy`."""
+    if t.op is not None or is_symbolic(t):
+        raise user_error(RuntimeError, "copy.deepcopy", f"{where} is not a leaf tensor (it was computed by the graph): "
+                         f"only leaves can be copied, as in PyTorch")
+    if isinstance(t, Parameter):
+        new = Parameter(t._value, t.requires_grad)  # Parameter copies its data
+    else:
+        new = Tensor(t._value.copy(), requires_grad=t.requires_grad)
+    if t._grad is not None:
+        new._grad = Tensor(t._grad._value.copy())
+    return new
 
 
 class Parameter(Tensor):
@@ -359,6 +374,29 @@ class Module:
                 rollback(journal[start:])
                 del journal[start:]
             raise
+
+    # -- copying
+    def __deepcopy__(self, memo):
+        """`copy.deepcopy(module)`, as PyTorch's: the same structure with copies of every parameter and buffer
+        (a parameter's `.grad` too), shared where the original shares them. A tensor that is not a leaf (computed
+        by the graph) cannot be copied, as in PyTorch.
+
+        >>> import copy, dagrad as dg
+        >>> a = dg.nn.Linear(2, 2)
+        >>> b = copy.deepcopy(a)
+        >>> b.weight is a.weight, bool((b.weight.numpy() == a.weight.numpy()).all())
+        (False, True)
+        """
+        for name, module in self.named_modules():
+            for table in (module._parameters, module._buffers):
+                for key, t in table.items():
+                    if t is not None and id(t) not in memo:
+                        memo[id(t)] = _copied(t, f"{type(self).__name__}: {name + '.' if name else ''}{key}")
+        copy = object.__new__(type(self))
+        memo[id(self)] = copy
+        for key, value in self.__dict__.items():
+            object.__setattr__(copy, key, deepcopy(value, memo))
+        return copy
 
     # -- saving and loading
     def state_dict(self):

@@ -4,4 +4,4 @@ and `dagrad.numpy`."""
 
 from __future__ import annotations
 
-from . import elementwise, linalg, nn, reduce, shape  # noqa: F401  (declares the ops)
+from . import elementwise, linalg, nn, recurrent, reduce, shape  # noqa: F401  (declares the ops)

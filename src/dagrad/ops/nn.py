@@ -134,14 +134,21 @@ def _linear_shape(x, w, b):
 
 
 def _linear_grad_w(g, out, x, w, b):
-    if type(g) is np.ndarray and type(x) is np.ndarray and x.ndim == 2:
+    if type(g) is np.ndarray and type(x) is np.ndarray:
         # plain arrays (a first-order backward): NumPy directly, as below. With the bias's branch it
         # makes the (e) MLP step at batch 64 take 840 instead of 884 us, measured 2026-11-25
+        if x.ndim != 2:
+            g, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
         return np.matmul(g.T, x)
     if len(shape_of(x)) == 2:
         return matmul(transpose(g), x)
-    batch = "abcdefgh"[: len(shape_of(x)) - 1]  # every batch entry's rows together (sizes may be unknown)
-    return einsum(f"{batch}o,{batch}i->oi", g, x)
+    outs, ins = shape_of(g)[-1], shape_of(x)[-1]
+    if outs is None or ins is None:  # a static graph's unknown feature sizes: the batch axes summed by an einsum
+        batch = "abcdefgh"[: len(shape_of(x)) - 1]
+        return einsum(f"{batch}o,{batch}i->oi", g, x)
+    # every batch entry's rows together as one matrix: one BLAS product, where an einsum over the batch axes
+    # (NumPy's, unoptimised) took 77 of a Transformer layer's 140 ms backward (d_model 128, batch 32 x 64)
+    return matmul(transpose(reshape(g, (-1, outs))), reshape(x, (-1, ins)))
 
 
 def _linear_grad_b(g, out, x, w, b):
