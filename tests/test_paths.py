@@ -786,9 +786,6 @@ KNOWN = [
     ("x[mask]", ("vmap(0)", "vmap(-1)", "vmap(last)"), "tensor",
      "new: eager vmap of the gradient of x[mask] with a mapped boolean Tensor mask raises TypeError (numpy.add.at "
      "on a Tensor)"),
-    (("op:betainc((4,),)", "op:gammainc(2.5, x)", "op:gammaincc(2.5, x)"), ("hessian", "compile(hessian)"), "float32",
-     "new: the second derivative (grad of grad) of scipy.special.betainc, gammainc, gammaincc of float32 is "
-     "float64"),
 ]
 
 
