@@ -643,6 +643,137 @@ def test_a_static_graph_refuses_an_array_left_on_the_ctx():
             dg.gradients(f(p), [p])
 
 
+class Scale(dg.Function):
+    """Leaves a number computed from its input's values on the ctx."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.m = float(x.max())
+        return x * ctx.m
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.m
+
+
+def test_a_static_graph_refuses_a_number_computed_from_the_values():
+    # forward ran on stand-ins of ones: the gradient was [1, 1] instead of [3, 3], without an error
+    f = lambda x: dnp.sum(Scale.apply(x))  # noqa: E731
+    x = np.array([1.0, 3.0])
+    np.testing.assert_array_equal(dg.grad(f)(x), [3, 3])
+    np.testing.assert_array_equal(dg.vmap(dg.grad(f))(np.stack([x, 2 * x])), [[3, 3], [6, 6]])
+    assert dg.compile(f)(x) == 12.0  # no gradient built under the trace: nothing is baked in
+    message = ("Scale.forward: set ctx.m to a value of type float that depends on the inputs (their values, or a "
+               "size unknown until the graph runs)", "recompute it in backward")
+    with _raises(TypeError, *message):
+        dg.compile(dg.grad(f))(x)
+    with _raises(TypeError, *message):
+        dg.compile(dg.vmap(dg.grad(f)))(np.stack([x, 2 * x]))
+    with _raises(TypeError, *message):
+        dg.compile(lambda x: dg.jvp(f, (x,), (x,))[1])(x)
+    with dg.Graph():
+        p = dg.placeholder((2,))
+        with _raises(TypeError, *message):
+            dg.gradients(f(p), [p])
+
+
+def test_constants_on_the_ctx_are_allowed_in_a_static_graph():
+    class Constants(dg.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.eps, ctx.shape, ctx.dtype, ctx.half = 1e-5, x.shape, x.dtype, np.float64(0.5)
+            ctx.nan, ctx.k, ctx.options = float("nan"), k, {"scale": 2.0}
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            assert ctx.shape == (3,) and ctx.dtype == np.float64 and ctx.nan != ctx.nan
+            return g * (ctx.half * 4.0) * ctx.options["scale"] / 2 + ctx.eps * 0, None
+
+    f = lambda x: dnp.sum(Constants.apply(x, 3))  # noqa: E731
+    np.testing.assert_array_equal(dg.compile(dg.grad(f))(X), [2, 2, 2])
+    with dg.Graph() as graph:
+        p = dg.placeholder((3,))
+        (gp,) = dg.gradients(f(p), [p])
+    np.testing.assert_array_equal(dg.Session(graph).run(gp, {p: X}), [2, 2, 2])
+
+
+def test_a_number_that_follows_an_unknown_size_is_refused():
+    class Count(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.n = x.shape[0]
+            return x / ctx.n
+
+        @staticmethod
+        def backward(ctx, g):
+            return g / ctx.n
+
+    with dg.Graph() as graph:
+        known = dg.placeholder((3,))
+        (g_known,) = dg.gradients(dnp.sum(Count.apply(known)), [known])
+        unknown = dg.placeholder((None,))
+        with _raises(TypeError, "Count.forward: set ctx.n to a value of type int that depends on the inputs"):
+            dg.gradients(dnp.sum(Count.apply(unknown)), [unknown])
+    np.testing.assert_allclose(dg.Session(graph).run(g_known, {known: X}), np.full(3, 1 / 3))
+
+
+def _picky(allowed, why):
+    class Picky(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if not np.all(allowed(x)):
+                raise ValueError(why)
+            ctx.m = float(x.max())
+            return x * ctx.m
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.m
+
+    return lambda x: dnp.sum(Picky.apply(x))
+
+
+def test_a_forward_refusing_some_stand_ins_is_checked_on_others():
+    f = _picky(lambda x: (x >= 0) & (x <= 1), "x is a probability")
+    x = np.array([1.0, 0.5])
+    np.testing.assert_array_equal(dg.grad(f)(x), [1, 1])
+    with _raises(TypeError, "Picky.forward: set ctx.m to a value of type float that depends on the inputs"):
+        dg.compile(dg.grad(f))(x)
+
+
+def test_a_forward_refusing_every_other_stand_in_leaves_nothing_trusted_on_the_ctx():
+    f = _picky(lambda x: x == np.round(x), "x holds counts")
+    x = np.array([1.0, 3.0])
+    np.testing.assert_array_equal(dg.grad(f)(x), [3, 3])
+    with _raises(TypeError, "Picky.forward: set ctx.m, and raised on a second set of stand-in values (ValueError:",
+                 "x holds counts", "cannot be told"):
+        dg.compile(dg.grad(f))(x)
+
+
+def test_primitive_and_custom_vjp_rules_see_the_values_on_every_path():
+    # autograd's maker gets `ans` and the arguments, JAX's bwd the residuals of fwd: under dg.compile they are
+    # traced values (fwd runs again in the backward pass), never the stand-ins the shape was found with, so a
+    # rule computing from them with NumPy (routed to dagrad's) is right there too
+    scaled = dg.primitive(lambda x: x * np.max(x))
+    dg.defvjp(scaled, lambda ans, x: lambda g: g * ans / x)  # d/dx_i treating max as a constant: max
+
+    @dg.custom_vjp
+    def scaled_vjp(x):
+        return x * np.max(x)
+
+    scaled_vjp.defvjp(lambda x: (x * np.max(x), np.max(x)), lambda m, g: (g * m,))
+    x = np.array([1.0, 3.0])
+    for f in (scaled, scaled_vjp):
+        loss = lambda x: dnp.sum(f(x))  # noqa: E731, B023
+        np.testing.assert_array_equal(dg.grad(loss)(x), [3, 3])
+        np.testing.assert_array_equal(dg.compile(dg.grad(loss))(x), [3, 3])
+        with dg.Graph() as graph:
+            p = dg.placeholder((2,))
+            (gp,) = dg.gradients(loss(p), [p])
+        np.testing.assert_array_equal(dg.Session(graph).run(gp, {p: x}), [3, 3])
+
+
 # ---------------------------------------------------------------- export
 
 

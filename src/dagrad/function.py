@@ -43,7 +43,7 @@ class FunctionCtx:
 
     # dagrad's own state; what users set on a ctx lives in its __dict__ (vmap and static graphs look at it)
     __slots__ = ("_function", "_static", "_nargs", "_dtypes", "_applied", "_saved_raw", "_saved", "_aliases",
-                 "_current", "_outputs", "_examples", "_stacked", "_merged", "__dict__")
+                 "_current", "_outputs", "_examples", "_stacked", "_merged", "_varying", "__dict__")
 
     def __init__(self, function, static=None, nargs=0, dtypes=(), applied=None):
         self._function = function
@@ -61,6 +61,9 @@ class FunctionCtx:
         self._examples = None  # under vmap: one ctx per example (forward ran once per example) ...
         self._stacked = None  # ... and the stacked output they made (vmap's box holds it)
         self._merged = False
+        # after forward ran on stand-ins (a static graph, dg.compile): the attributes it set to values that
+        # depend on its inputs' values, or an exception when that could not be checked
+        self._varying = frozenset()
 
     def save_for_backward(self, *arrays):
         self._saved_raw = arrays
@@ -157,13 +160,54 @@ def stand_in_shape(run, shapes, dtypes):
     unknown = any(s is None or None in s for s in shapes)
     results = []
     for size in (2, 3) if unknown else (1,):
-        stand_ins = [None if s is None else np.ones(tuple(size if n is None else n for n in s), d)
-                     for s, d in zip(shapes, dtypes)]
         with np.errstate(all="ignore"):
-            results.append(tuple(np.shape(run(*stand_ins))))
+            results.append(tuple(np.shape(run(*stand_ins(shapes, dtypes, size)))))
     if not unknown:
         return results[0]
     return tuple(None if m != n else m for m, n in zip(*results))
+
+
+def stand_ins(shapes, dtypes, size, pattern=None):
+    """Arrays of `shapes` (an unknown size: `size`) and `dtypes` standing in for a custom op's inputs: ones,
+    or with `pattern` (low, high), values evenly spaced from low to high (integers 0, a safe index; bools True)."""
+    arrays = []
+    for s, dtype in zip(shapes, dtypes):
+        shape = None if s is None else tuple(size if n is None else n for n in s)
+        kind = np.dtype(dtype).kind
+        if shape is None or pattern is None or kind == "b":
+            arrays.append(None if shape is None else np.ones(shape, dtype))
+        elif kind in "iu":
+            arrays.append(np.zeros(shape, dtype))
+        else:
+            arrays.append(np.linspace(*pattern, int(np.prod(shape))).reshape(shape).astype(dtype))
+    return arrays
+
+
+# the other stand-in values a Function's forward runs on, to find what it leaves on the ctx that depends on its
+# inputs' values: distinct values of either sign, with a negative sum and a positive largest one (a maximum, a
+# sum, a sign, a norm differ from the ones'), then values in (0, 1), for a forward refusing negative ones
+_PATTERNS = ((-2.25, 1.75), (0.2, 0.8))
+
+
+def _varying(forward, ctx, shapes, states):
+    """The attributes a Function's forward set on `ctx` to values that depend on its inputs: those that differ
+    between `states` (what it left on stand-ins of ones, of two sizes when a size is unknown) and what it
+    leaves on the other stand-ins (in a ctx of their own); the exception forward raised on those, if it
+    raised on each."""
+    failed = None
+    for pattern in _PATTERNS:
+        other = ctx._example()
+        try:
+            with np.errstate(all="ignore"):
+                forward(*stand_ins(shapes, ctx._dtypes, 3, pattern), ctx=other)
+        except Exception as err:  # forward refuses those values: try the next
+            failed = err
+        else:
+            states.append(vars(other))
+    if len(states) == 1 + any(s is None or None in s for s in shapes):
+        return failed
+    return frozenset(attr for attr in set().union(*states)
+                     if not all(_same_value(states[0].get(attr, _MISSING), s.get(attr, _MISSING)) for s in states[1:]))
 
 
 def _make_op(cls):
@@ -194,7 +238,18 @@ def _make_op(cls):
     forward.custom_op = "a dg.Function"  # export refuses it by this mark: the forward is the user's code
 
     def shape(*shapes, ctx):
-        return stand_in_shape(lambda *stand_ins: forward(*stand_ins, ctx=ctx), shapes, ctx._dtypes)
+        # forward runs on stand-ins: a value it leaves on ctx that depends on its inputs' values (`ctx.m =
+        # float(x.max())`) would be baked into a backward built now, so _refuse_stand_in_values refuses it
+        states = []
+
+        def run(*values):
+            out = forward(*values, ctx=ctx)
+            states.append(dict(vars(ctx)))
+            return out
+
+        result = stand_in_shape(run, shapes, ctx._dtypes)
+        ctx._varying = _varying(forward, ctx, shapes, states)
+        return result
 
     def vjp(g, out, *inputs, ctx):
         grads = (g,) if ctx._outputs is None else unpacked_parts(g, ctx._outputs)
@@ -344,14 +399,53 @@ class _saved:
 
 def _refuse_stand_in_values(ctx):
     """In a static graph the forward ran on stand-ins when the gradient is built: an array it left on
-    the ctx (a mask, say) would be a wrong constant of the gradient, so it is refused."""
+    the ctx (a mask, say), or a value that depends on its inputs' values (a number computed from them),
+    would be a wrong constant of the gradient, so it is refused. Constants (`ctx.eps = 1e-5`, a shape)
+    are the same on any stand-ins, and the constant arguments are the caller's."""
+    name = ctx._function.__name__
     for attr, value in vars(ctx).items():
-        if (isinstance(value, (np.ndarray, np.generic)) or is_foreign(value)) and attr not in ctx._aliases and not any(
-                value is v for v in ctx._static.values()):
-            raise user_error(TypeError, f"{ctx._function.__name__}.forward", f"set ctx.{attr} to an array: in a static "
-                             "graph or under dg.compile the gradient is built before any value exists (forward ran on "
-                             "stand-ins), so that array would be a wrong constant; recompute it in backward from "
-                             "ctx.saved_tensors (forward's inputs and outputs)", value)
+        if attr in ctx._aliases or any(value is v for v in ctx._static.values()):
+            continue
+        if isinstance(value, np.ndarray) or is_foreign(value):
+            what = "an array"
+        elif isinstance(ctx._varying, Exception):
+            raise user_error(TypeError, f"{name}.forward", f"set ctx.{attr}, and raised on a second set of stand-in "
+                             f"values ({type(ctx._varying).__name__}: {ctx._varying}), so whether ctx.{attr} depends "
+                             "on the inputs' values cannot be told: in a static graph or under dg.compile the gradient "
+                             "is built before any value exists (forward ran on stand-ins); compute it in backward from "
+                             "ctx.saved_tensors (forward's inputs and outputs)")
+        elif attr in ctx._varying:
+            what = (f"a value of type {type(value).__name__} that depends on the inputs (their values, or a size "
+                    "unknown until the graph runs)")
+        else:
+            continue
+        raise user_error(TypeError, f"{name}.forward", f"set ctx.{attr} to {what}: in a static graph or under "
+                         "dg.compile the gradient is built before any value exists (forward ran on stand-ins), so it "
+                         "would be a wrong constant; recompute it in backward from ctx.saved_tensors (forward's inputs "
+                         "and outputs)", *([value] if what == "an array" else []))
+
+
+_MISSING = object()
+
+
+def _same_value(a, b):
+    """Whether two values forward left on ctx (on different stand-ins) are the same: identical, or equal
+    (NaN equal to NaN); values whose equality is no plain bool (arrays in a container) are not."""
+    if a is b:
+        return True
+    if a is _MISSING or b is _MISSING:
+        return False
+    try:
+        equal = a == b
+        if isinstance(equal, (bool, np.bool_)):
+            return bool(equal) or (_is_nan(a) and _is_nan(b))
+    except Exception:  # a comparison that raises: the values are not simply equal
+        pass
+    return False
+
+
+def _is_nan(value):
+    return isinstance(value, (float, np.floating)) and value != value
 
 
 def _merge(ctx, out):
