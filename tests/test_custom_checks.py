@@ -568,6 +568,79 @@ def test_a_constant_string_argument_is_passed_as_it_is_as_autograds_const_graph_
     assert seen == ["y", "x", "y", "z"]  # the replay runs only y's op: x and z are constants of the trace
 
 
+# ---------------------------------------------------------------- an exception inside the user's code
+
+
+def _boom(*args, **kwargs):
+    raise ArithmeticError("boom")
+
+
+def _failing(where):
+    """A custom op x * 2 whose user code `where` raises ArithmeticError: (the op, the name errors give it)."""
+    if where.startswith("Function"):
+        part = where.split(".")[1]
+
+        class Doubled(dg.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return _boom() if part == "forward" else x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return _boom() if part == "backward" else g * 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return _boom() if part == "jvp" else t * 2
+
+        return Doubled.apply, f"Doubled.{part}"
+    if where in ("defvjp maker", "defvjp vjp", "defjvp", "primitive"):
+        doubled = dg.primitive(_boom if where == "primitive" else lambda x: x * 2)
+        if where == "defjvp":
+            dg.defjvp(doubled, _boom)
+        else:
+            dg.defvjp(doubled, _boom if where == "defvjp maker" else lambda ans, x: _boom)
+        name = {"defvjp maker": "vjp maker (dg.defvjp)", "defvjp vjp": "vjp (dg.defvjp)",
+                "defjvp": "jvp (dg.defjvp) for argument 0", "primitive": ""}[where]
+        return doubled, f"{'_boom' if where == 'primitive' else '<lambda>'} {name}".strip()
+    style = dg.custom_vjp if where.startswith("custom_vjp") else dg.custom_jvp
+    doubled = style(_boom if where.endswith("function") else lambda x: x * 2)
+    if where == "custom_vjp fwd":
+        doubled.defvjp(_boom, lambda res, g: (g * 2,))
+    elif where == "custom_vjp bwd":
+        doubled.defvjp(lambda x: (x * 2, None), _boom)
+    elif where == "custom_jvp rule":
+        doubled.defjvp(_boom)
+    name = {"custom_vjp fwd": "<lambda> fwd (custom_vjp)", "custom_vjp bwd": "<lambda> bwd (custom_vjp)",
+            "custom_jvp rule": "<lambda> jvp rule (custom_jvp)"}.get(where, "_boom")
+    return doubled, name
+
+
+_FAILING = ["Function.forward", "Function.backward", "Function.jvp", "primitive", "defvjp maker", "defvjp vjp",
+            "defjvp", "custom_vjp function", "custom_vjp fwd", "custom_vjp bwd", "custom_jvp function",
+            "custom_jvp rule"]
+
+
+@pytest.mark.parametrize("where", _FAILING)
+def test_an_exception_in_the_users_code_names_it_and_the_lines_in_every_style(where):
+    # a dg.Function's did; a primitive's maker and rules, custom_vjp's fwd and bwd and custom_jvp's rule let it
+    # through bare ("boom"), and an exception of a custom op's function became a ValueError
+    op, name = _failing(where)
+    applied = ()  # the line applying the op, when it is not the user's line the error ends with
+    if where in ("Function.jvp", "defjvp", "custom_jvp rule"):
+        run = lambda x: dg.jvp(lambda x: dnp.sum(op(x)), (x,), (np.ones(3),))[1]  # noqa: E731
+    elif where in ("Function.forward", "primitive") or where.endswith("function"):
+        run = op
+    else:
+        run = dg.grad(lambda x: dnp.sum(op(x)))
+        applied = (f"the op was applied at {__file__.rsplit('/', 1)[0]}/{_line(-1)}",)
+    with _raises(ArithmeticError, f"{name} failed: boom", *applied, f"defined at {__file__}:"):
+        run(X)
+    if not where.startswith("Function") and run is not op:  # under dg.compile too (a Function's is refused)
+        with _raises(ArithmeticError, f"{name} failed: boom"):
+            dg.compile(run)(X)
+
+
 # ---------------------------------------------------------------- dg.Function under vmap and in static graphs
 
 

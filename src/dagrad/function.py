@@ -214,11 +214,10 @@ def _make_op(cls):
     name = cls.__name__
 
     def forward(*values, ctx):
-        args = ctx._arguments(values)
         try:
-            out = cls.forward(ctx, *args)
-        except Exception as err:
-            raise _rewrapped(err, f"{name}.forward failed: {err}", ctx) from err
+            out = cls.forward(ctx, *ctx._arguments(values))
+        except Exception as err:  # the Rule only now: forward runs at every call
+            raise Rule(f"{name}.forward", cls.forward, ctx._applied, "forward").failed(err) from err
         outs = out if isinstance(out, tuple) else (out,)
         if not outs:
             raise user_error(TypeError, f"{name}.forward", "returned an empty tuple; return an array, or a tuple of "
@@ -253,26 +252,20 @@ def _make_op(cls):
 
     def vjp(g, out, *inputs, ctx):
         grads = (g,) if ctx._outputs is None else unpacked_parts(g, ctx._outputs)
+        rule = Rule(f"{name}.backward", cls.backward, ctx._applied)
         with _saved(ctx, inputs, out):
-            try:
-                result = cls.backward(ctx, *grads)
-            except Exception as err:
-                raise _rewrapped(err, f"{name}.backward failed: {err} (the forward was applied at "
-                                 f"{ctx._applied})", ctx) from err
-        return _checked_grads(Rule(f"{name}.backward", cls.backward, ctx._applied), result, inputs, ctx)
+            result = rule.call(ctx, *grads)
+        return _checked_grads(rule, result, inputs, ctx)
 
     def jvp(tangents, out, *inputs, ctx):
         if cls.jvp is None:
             return _jvp_from_backward(vjp, tangents, out, inputs, ctx)
         it = iter(tangents)
         spread = [None if k in ctx._static else next(it) for k in range(ctx._nargs)]  # one per forward argument
+        rule = Rule(f"{name}.jvp", cls.jvp, ctx._applied)
         with _saved(ctx, inputs, out):
-            try:
-                tangent = cls.jvp(ctx, *spread)
-            except Exception as err:
-                raise _rewrapped(err, f"{name}.jvp failed: {err} (the forward was applied at {ctx._applied})",
-                                 ctx) from err
-        return _checked_tangents(Rule(f"{name}.jvp", cls.jvp, ctx._applied), tangent, out, ctx._outputs)
+            tangent = rule.call(ctx, *spread)
+        return _checked_tangents(rule, tangent, out, ctx._outputs)
 
     def batch(op, values, batched, attrs):
         # vmap with no batching rule: forward once per example, each with a ctx of its own (a shared one
@@ -295,17 +288,6 @@ def _make_op(cls):
     op = Op(name, forward, vjp, jvp, shape, True, batch=batch)
     op.function = cls.apply
     return op
-
-
-def _rewrapped(err, message, ctx):
-    """`err`'s class (when its constructor takes a message) with `message` and the user's line."""
-    where = caller_line()
-    if ctx._applied is not None and ctx._applied != where:
-        where += f" (building the gradient of the {ctx._function.__name__} applied at {ctx._applied})"
-    try:
-        return type(err)(f"{message} (at {where})")
-    except Exception:
-        return RuntimeError(f"{message} (at {where})")
 
 
 def check_output(name, out):
@@ -510,20 +492,40 @@ def _differs(name, where, what):
 
 
 class Rule:
-    """A user's custom rule whose results are checked: its name as errors give it (`Cube.backward`),
-    the function (for the line defining it) and the user's line that applied the custom op."""
+    """A user's code in a custom op (a rule, whose results are checked, or a forward): its name as errors
+    give it (`Cube.backward`, `f vjp (dg.defvjp)`), the function (for the line defining it), the user's
+    line that applied the custom op, and what it is (`what`: "rule", "forward", "function")."""
 
-    __slots__ = ("name", "fn", "applied")
+    __slots__ = ("name", "fn", "applied", "what")
 
-    def __init__(self, name, fn, applied):
+    def __init__(self, name, fn, applied, what="rule"):
         self.name = name
         self.fn = fn
         self.applied = applied
+        self.what = what
 
-    def where(self):
+    def where(self, skip=None):
+        """' (the op was applied at ..., the rule defined at ...)', without the first when it is `skip`."""
         code = getattr(self.fn, "__code__", None)
-        defined = f", the rule defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
-        return f" (the op was applied at {self.applied}{defined})"
+        lines = [] if self.applied in (None, skip) else [f"the op was applied at {self.applied}"]
+        if code is not None:
+            lines.append(f"the {self.what} defined at {code.co_filename}:{code.co_firstlineno}")
+        return f" ({', '.join(lines)})" if lines else ""
+
+    def call(self, *args, **kwargs):
+        """The user's code run on `args`; an exception it raises is raised again naming it (`failed`), for
+        every style of custom op alike."""
+        try:
+            return self.fn(*args, **kwargs)
+        except Exception as err:
+            raise self.failed(err) from err
+
+    def failed(self, err):
+        """`err`, raised inside the user's code, again: of its type (ValueError for a type taking no
+        message), its message after the name, with the line that applied the op, the line defining the
+        code and the user's line: "Cube.backward failed: ... (the op was applied at train.py:12, the rule
+        defined at train.py:7) at train.py:20"."""
+        return user_error(type(err), f"{self.name} failed", f"{err}{self.where(skip=caller_line())}")
 
 
 def checked_cotangent(rule, k, ct, x):
