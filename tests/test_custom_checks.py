@@ -326,6 +326,59 @@ def test_wrong_counts_and_structures_are_named():
         dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
 
 
+def test_a_custom_jvp_rules_primal_output_is_checked_against_the_functions():
+    # JAX checks it; it was ignored: a rule whose primal differs from the function is wrong (its tangent too)
+    @dg.custom_jvp
+    def doubled(x):
+        return x * 2
+
+    x = X.astype(np.float32)
+    ones = np.ones(3, np.float32)
+    for primal in (lambda x: doubled(x), lambda x: x * 2):
+        doubled.defjvp(lambda primals, tangents: (primal(primals[0]), tangents[0] * 2))  # noqa: B023
+        np.testing.assert_array_equal(dg.jvp(doubled, (x,), (ones,))[1], 2 * ones)
+        np.testing.assert_array_equal(dg.grad(lambda x: dnp.sum(doubled(x)))(x), 2 * ones)
+        np.testing.assert_array_equal(dg.compile(dg.grad(lambda x: dnp.sum(doubled(x))))(x), 2 * ones)
+    cases = [
+        (lambda x: dnp.sum(x), ValueError, "returned the primal output for the output with shape (), but the output "
+         "has shape (3,)"),
+        (lambda x: x.astype(np.float64) * 2, TypeError, "returned the primal output for the output of dtype float64, "
+         "but the output has dtype float32"),
+        (lambda x: None, TypeError, "returned None as the primal output for the output (the output is of shape (3,) "
+         "and dtype float32)"),
+        (lambda x: [x, x], TypeError, "returned a list as the primal output, but the function returns one array"),
+    ]
+    for primal, kind, message in cases:
+        doubled.defjvp(lambda primals, tangents: (primal(primals[0]), tangents[0] * 2))  # noqa: B023
+        with _raises(kind, "doubled jvp rule (custom_jvp): ", message, "(the op was applied at", "the rule defined at"):
+            dg.jvp(doubled, (x,), (ones,))
+        with _raises(kind, "doubled jvp rule (custom_jvp): ", message):
+            dg.grad(lambda x: dnp.sum(doubled(x)))(x)
+        with _raises(kind, "doubled jvp rule (custom_jvp): ", message):
+            dg.compile(dg.grad(lambda x: dnp.sum(doubled(x))))(x)
+
+    @dg.custom_jvp
+    def both(x):
+        return {"sin": np.sin(x), "cos": np.cos(x)}
+
+    both.defjvp(lambda primals, tangents: ({"sin": np.sin(primals[0])}, {"sin": tangents[0], "cos": tangents[0]}))
+    with _raises(ValueError, "both jvp rule (custom_jvp): returned a primal output of another structure (1 leaves) "
+                 "than the function's output (2 leaves)"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+    both.defjvp(lambda primals, tangents: ({"sin": np.sin(primals[0]), "cos": np.cos(primals[0])[:2]},
+                                           {"sin": tangents[0], "cos": tangents[0]}))
+    with _raises(ValueError, "the primal output for leaf 1 of the output with shape (2,), but leaf 1 of the output "
+                 "has shape (3,)"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+
+    @dg.custom_jvp
+    def total(x):
+        return np.sum(x)
+
+    total.defjvp(lambda primals, tangents: (float(np.sum(primals[0])), dnp.sum(tangents[0])))  # a Python number
+    assert dg.jvp(total, (X,), (np.ones(3),))[1] == 3.0
+
+
 # ---------------------------------------------------------------- errors: type and dtype
 
 

@@ -36,6 +36,7 @@ from .function import (
     Rule,
     check_output,
     checked_cotangent,
+    checked_primal,
     checked_tangent,
     in_dtype_of,
     packed_outputs,
@@ -147,6 +148,23 @@ def _packed_tangent(rule, tree, out, call, what):
         t = checked_tangent(rule, t, shape, dtype, f"leaf {i} of {what}")
         parts.append(ravel(zeros_like(part) if t is None else t))
     return concatenate(parts)
+
+
+def _check_primal(rule, primal, out, call):
+    """A custom_jvp rule's primal output has the function's output's structure, shapes and dtypes (JAX's check)."""
+    if call.treedef is None:
+        if isinstance(primal, (tuple, list, dict)):
+            raise user_error(TypeError, rule.name, f"returned a {type(primal).__name__} as the primal output, but the "
+                             f"function returns one array{rule.where()}")
+        checked_primal(rule, primal, shape_of(out), dtype_of(out), "the output")
+        return
+    leaves, treedef = tree_flatten(primal)
+    if treedef != call.treedef:
+        raise user_error(ValueError, rule.name, f"returned a primal output of another structure ({len(leaves)} "
+                         f"leaves) than the function's output ({len(call.outputs)} leaves): the primal output is the "
+                         f"function's output at the primals{rule.where()}")
+    for i, (leaf, (shape, dtype)) in enumerate(zip(leaves, call.outputs)):
+        checked_primal(rule, leaf, shape, dtype, f"leaf {i} of the output")
 
 
 def _result(op, leaves, call):
@@ -541,6 +559,7 @@ class custom_jvp(_Custom):
         if not (isinstance(result, tuple) and len(result) == 2):
             raise user_error(TypeError, rule.name, f"returns a pair (primal_out, tangent_out), not a "
                              f"{type(result).__name__}{rule.where()}")
+        _check_primal(rule, result[0], out, call)
         return _packed_tangent(rule, result[1], out, call, "the output")
 
     def _vjp(self, g, out, *leaves, call):

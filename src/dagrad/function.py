@@ -566,6 +566,28 @@ def checked_tangent(rule, t, shape, dtype, what):
     return _cast(rule, t, dtype, text, what)
 
 
+def checked_primal(rule, value, shape, dtype, what):
+    """`value`, the primal output a custom_jvp rule returned for `what` (an output of `shape` and `dtype`),
+    checked as JAX checks it against the function's own output: exactly that shape and dtype (a Python
+    number may stand for a 0-d output whose dtype it does not change). Anything else raises, naming the
+    rule, both shapes or dtypes and the lines: a rule whose primal differs from the function is wrong,
+    and its tangent with it."""
+    text = f"the primal output for {what}"
+    if value is None:
+        raise user_error(TypeError, rule.name, f"returned None as {text} ({what} is {_describe(shape, dtype)}): "
+                         f"return the function's output at the primals{rule.where()}")
+    if isinstance(value, (bool, int, float, complex)) and np.result_type(dtype, value) == dtype:
+        value = np.asarray(value, dtype)
+    value = _array(rule, value, text, what, shape, dtype)
+    got, have = shape_of(value), dtype_of(value)
+    if not _same(got, shape):
+        raise user_error(ValueError, rule.name, f"returned {text} with shape {_text(got)}, but {what} has shape "
+                         f"{_text(shape)}: the primal output is the function's output at the primals{rule.where()}")
+    if have != dtype:
+        raise user_error(TypeError, rule.name, f"returned {text} of dtype {have}, but {what} has dtype {dtype}: the "
+                         f"primal output is the function's output at the primals{rule.where()}")
+
+
 def _array(rule, value, what, subject, shape, dtype):
     """`value` as an array or Tensor (a number becomes a 0-d array), or the error for anything else."""
     if isinstance(value, (Tensor, np.ndarray, np.generic)) or is_foreign(value):
