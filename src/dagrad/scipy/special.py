@@ -113,7 +113,11 @@ def weakly(function, *args):
     """`function(*args)`, a Python float when every argument is a Python number. NumPy 2 types a Python
     number weakly (float32 * 2.5 is float32), but a function of one is a float64 scalar, which is not
     weak: a rule or a formula adding `gammaln(a)` of a Python `a` to a float32 value would make it
-    float64 (and a float32 argument's second derivative with it)."""
+    float64 (and a float32 argument's second derivative with it).
+
+    >>> (np.float32(1.0) - gammaln(2.5)).dtype, (np.float32(1.0) - weakly(gammaln, 2.5)).dtype
+    (dtype('float64'), dtype('float32'))
+    """
     out = function(*args)
     return float(out) if all(type(a) in (int, float) for a in args) else out
 
