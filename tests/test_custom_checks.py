@@ -326,6 +326,59 @@ def test_wrong_counts_and_structures_are_named():
         dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
 
 
+def test_a_custom_jvp_rules_primal_output_is_checked_against_the_functions():
+    # JAX checks it; it was ignored: a rule whose primal differs from the function is wrong (its tangent too)
+    @dg.custom_jvp
+    def doubled(x):
+        return x * 2
+
+    x = X.astype(np.float32)
+    ones = np.ones(3, np.float32)
+    for primal in (lambda x: doubled(x), lambda x: x * 2):
+        doubled.defjvp(lambda primals, tangents: (primal(primals[0]), tangents[0] * 2))  # noqa: B023
+        np.testing.assert_array_equal(dg.jvp(doubled, (x,), (ones,))[1], 2 * ones)
+        np.testing.assert_array_equal(dg.grad(lambda x: dnp.sum(doubled(x)))(x), 2 * ones)
+        np.testing.assert_array_equal(dg.compile(dg.grad(lambda x: dnp.sum(doubled(x))))(x), 2 * ones)
+    cases = [
+        (lambda x: dnp.sum(x), ValueError, "returned the primal output for the output with shape (), but the output "
+         "has shape (3,)"),
+        (lambda x: x.astype(np.float64) * 2, TypeError, "returned the primal output for the output of dtype float64, "
+         "but the output has dtype float32"),
+        (lambda x: None, TypeError, "returned None as the primal output for the output (the output is of shape (3,) "
+         "and dtype float32)"),
+        (lambda x: [x, x], TypeError, "returned a list as the primal output, but the function returns one array"),
+    ]
+    for primal, kind, message in cases:
+        doubled.defjvp(lambda primals, tangents: (primal(primals[0]), tangents[0] * 2))  # noqa: B023
+        with _raises(kind, "doubled jvp rule (custom_jvp): ", message, "(the op was applied at", "the rule defined at"):
+            dg.jvp(doubled, (x,), (ones,))
+        with _raises(kind, "doubled jvp rule (custom_jvp): ", message):
+            dg.grad(lambda x: dnp.sum(doubled(x)))(x)
+        with _raises(kind, "doubled jvp rule (custom_jvp): ", message):
+            dg.compile(dg.grad(lambda x: dnp.sum(doubled(x))))(x)
+
+    @dg.custom_jvp
+    def both(x):
+        return {"sin": np.sin(x), "cos": np.cos(x)}
+
+    both.defjvp(lambda primals, tangents: ({"sin": np.sin(primals[0])}, {"sin": tangents[0], "cos": tangents[0]}))
+    with _raises(ValueError, "both jvp rule (custom_jvp): returned a primal output of another structure (1 leaves) "
+                 "than the function's output (2 leaves)"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+    both.defjvp(lambda primals, tangents: ({"sin": np.sin(primals[0]), "cos": np.cos(primals[0])[:2]},
+                                           {"sin": tangents[0], "cos": tangents[0]}))
+    with _raises(ValueError, "the primal output for leaf 1 of the output with shape (2,), but leaf 1 of the output "
+                 "has shape (3,)"):
+        dg.jvp(lambda x: both(x)["sin"], (X,), (np.ones(3),))
+
+    @dg.custom_jvp
+    def total(x):
+        return np.sum(x)
+
+    total.defjvp(lambda primals, tangents: (float(np.sum(primals[0])), dnp.sum(tangents[0])))  # a Python number
+    assert dg.jvp(total, (X,), (np.ones(3),))[1] == 3.0
+
+
 # ---------------------------------------------------------------- errors: type and dtype
 
 
@@ -568,6 +621,79 @@ def test_a_constant_string_argument_is_passed_as_it_is_as_autograds_const_graph_
     assert seen == ["y", "x", "y", "z"]  # the replay runs only y's op: x and z are constants of the trace
 
 
+# ---------------------------------------------------------------- an exception inside the user's code
+
+
+def _boom(*args, **kwargs):
+    raise ArithmeticError("boom")
+
+
+def _failing(where):
+    """A custom op x * 2 whose user code `where` raises ArithmeticError: (the op, the name errors give it)."""
+    if where.startswith("Function"):
+        part = where.split(".")[1]
+
+        class Doubled(dg.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return _boom() if part == "forward" else x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return _boom() if part == "backward" else g * 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return _boom() if part == "jvp" else t * 2
+
+        return Doubled.apply, f"Doubled.{part}"
+    if where in ("defvjp maker", "defvjp vjp", "defjvp", "primitive"):
+        doubled = dg.primitive(_boom if where == "primitive" else lambda x: x * 2)
+        if where == "defjvp":
+            dg.defjvp(doubled, _boom)
+        else:
+            dg.defvjp(doubled, _boom if where == "defvjp maker" else lambda ans, x: _boom)
+        name = {"defvjp maker": "vjp maker (dg.defvjp)", "defvjp vjp": "vjp (dg.defvjp)",
+                "defjvp": "jvp (dg.defjvp) for argument 0", "primitive": ""}[where]
+        return doubled, f"{'_boom' if where == 'primitive' else '<lambda>'} {name}".strip()
+    style = dg.custom_vjp if where.startswith("custom_vjp") else dg.custom_jvp
+    doubled = style(_boom if where.endswith("function") else lambda x: x * 2)
+    if where == "custom_vjp fwd":
+        doubled.defvjp(_boom, lambda res, g: (g * 2,))
+    elif where == "custom_vjp bwd":
+        doubled.defvjp(lambda x: (x * 2, None), _boom)
+    elif where == "custom_jvp rule":
+        doubled.defjvp(_boom)
+    name = {"custom_vjp fwd": "<lambda> fwd (custom_vjp)", "custom_vjp bwd": "<lambda> bwd (custom_vjp)",
+            "custom_jvp rule": "<lambda> jvp rule (custom_jvp)"}.get(where, "_boom")
+    return doubled, name
+
+
+_FAILING = ["Function.forward", "Function.backward", "Function.jvp", "primitive", "defvjp maker", "defvjp vjp",
+            "defjvp", "custom_vjp function", "custom_vjp fwd", "custom_vjp bwd", "custom_jvp function",
+            "custom_jvp rule"]
+
+
+@pytest.mark.parametrize("where", _FAILING)
+def test_an_exception_in_the_users_code_names_it_and_the_lines_in_every_style(where):
+    # a dg.Function's did; a primitive's maker and rules, custom_vjp's fwd and bwd and custom_jvp's rule let it
+    # through bare ("boom"), and an exception of a custom op's function became a ValueError
+    op, name = _failing(where)
+    applied = ()  # the line applying the op, when it is not the user's line the error ends with
+    if where in ("Function.jvp", "defjvp", "custom_jvp rule"):
+        run = lambda x: dg.jvp(lambda x: dnp.sum(op(x)), (x,), (np.ones(3),))[1]  # noqa: E731
+    elif where in ("Function.forward", "primitive") or where.endswith("function"):
+        run = op
+    else:
+        run = dg.grad(lambda x: dnp.sum(op(x)))
+        applied = (f"the op was applied at {__file__.rsplit('/', 1)[0]}/{_line(-1)}",)
+    with _raises(ArithmeticError, f"{name} failed: boom", *applied, f"defined at {__file__}:"):
+        run(X)
+    if not where.startswith("Function") and run is not op:  # under dg.compile too (a Function's is refused)
+        with _raises(ArithmeticError, f"{name} failed: boom"):
+            dg.compile(run)(X)
+
+
 # ---------------------------------------------------------------- dg.Function under vmap and in static graphs
 
 
@@ -641,6 +767,137 @@ def test_a_static_graph_refuses_an_array_left_on_the_ctx():
         p = dg.placeholder((3,))
         with _raises(TypeError, "Relu.forward: set ctx.mask to an array"):
             dg.gradients(f(p), [p])
+
+
+class Scale(dg.Function):
+    """Leaves a number computed from its input's values on the ctx."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.m = float(x.max())
+        return x * ctx.m
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.m
+
+
+def test_a_static_graph_refuses_a_number_computed_from_the_values():
+    # forward ran on stand-ins of ones: the gradient was [1, 1] instead of [3, 3], without an error
+    f = lambda x: dnp.sum(Scale.apply(x))  # noqa: E731
+    x = np.array([1.0, 3.0])
+    np.testing.assert_array_equal(dg.grad(f)(x), [3, 3])
+    np.testing.assert_array_equal(dg.vmap(dg.grad(f))(np.stack([x, 2 * x])), [[3, 3], [6, 6]])
+    assert dg.compile(f)(x) == 12.0  # no gradient built under the trace: nothing is baked in
+    message = ("Scale.forward: set ctx.m to a value of type float that depends on the inputs (their values, or a "
+               "size unknown until the graph runs)", "recompute it in backward")
+    with _raises(TypeError, *message):
+        dg.compile(dg.grad(f))(x)
+    with _raises(TypeError, *message):
+        dg.compile(dg.vmap(dg.grad(f)))(np.stack([x, 2 * x]))
+    with _raises(TypeError, *message):
+        dg.compile(lambda x: dg.jvp(f, (x,), (x,))[1])(x)
+    with dg.Graph():
+        p = dg.placeholder((2,))
+        with _raises(TypeError, *message):
+            dg.gradients(f(p), [p])
+
+
+def test_constants_on_the_ctx_are_allowed_in_a_static_graph():
+    class Constants(dg.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.eps, ctx.shape, ctx.dtype, ctx.half = 1e-5, x.shape, x.dtype, np.float64(0.5)
+            ctx.nan, ctx.k, ctx.options = float("nan"), k, {"scale": 2.0}
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            assert ctx.shape == (3,) and ctx.dtype == np.float64 and ctx.nan != ctx.nan
+            return g * (ctx.half * 4.0) * ctx.options["scale"] / 2 + ctx.eps * 0, None
+
+    f = lambda x: dnp.sum(Constants.apply(x, 3))  # noqa: E731
+    np.testing.assert_array_equal(dg.compile(dg.grad(f))(X), [2, 2, 2])
+    with dg.Graph() as graph:
+        p = dg.placeholder((3,))
+        (gp,) = dg.gradients(f(p), [p])
+    np.testing.assert_array_equal(dg.Session(graph).run(gp, {p: X}), [2, 2, 2])
+
+
+def test_a_number_that_follows_an_unknown_size_is_refused():
+    class Count(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.n = x.shape[0]
+            return x / ctx.n
+
+        @staticmethod
+        def backward(ctx, g):
+            return g / ctx.n
+
+    with dg.Graph() as graph:
+        known = dg.placeholder((3,))
+        (g_known,) = dg.gradients(dnp.sum(Count.apply(known)), [known])
+        unknown = dg.placeholder((None,))
+        with _raises(TypeError, "Count.forward: set ctx.n to a value of type int that depends on the inputs"):
+            dg.gradients(dnp.sum(Count.apply(unknown)), [unknown])
+    np.testing.assert_allclose(dg.Session(graph).run(g_known, {known: X}), np.full(3, 1 / 3))
+
+
+def _picky(allowed, why):
+    class Picky(dg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if not np.all(allowed(x)):
+                raise ValueError(why)
+            ctx.m = float(x.max())
+            return x * ctx.m
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.m
+
+    return lambda x: dnp.sum(Picky.apply(x))
+
+
+def test_a_forward_refusing_some_stand_ins_is_checked_on_others():
+    f = _picky(lambda x: (x >= 0) & (x <= 1), "x is a probability")
+    x = np.array([1.0, 0.5])
+    np.testing.assert_array_equal(dg.grad(f)(x), [1, 1])
+    with _raises(TypeError, "Picky.forward: set ctx.m to a value of type float that depends on the inputs"):
+        dg.compile(dg.grad(f))(x)
+
+
+def test_a_forward_refusing_every_other_stand_in_leaves_nothing_trusted_on_the_ctx():
+    f = _picky(lambda x: x == np.round(x), "x holds counts")
+    x = np.array([1.0, 3.0])
+    np.testing.assert_array_equal(dg.grad(f)(x), [3, 3])
+    with _raises(TypeError, "Picky.forward: set ctx.m, and raised on a second set of stand-in values (ValueError:",
+                 "x holds counts", "cannot be told"):
+        dg.compile(dg.grad(f))(x)
+
+
+def test_primitive_and_custom_vjp_rules_see_the_values_on_every_path():
+    # autograd's maker gets `ans` and the arguments, JAX's bwd the residuals of fwd: under dg.compile they are
+    # traced values (fwd runs again in the backward pass), never the stand-ins the shape was found with, so a
+    # rule computing from them with NumPy (routed to dagrad's) is right there too
+    scaled = dg.primitive(lambda x: x * np.max(x))
+    dg.defvjp(scaled, lambda ans, x: lambda g: g * ans / x)  # d/dx_i treating max as a constant: max
+
+    @dg.custom_vjp
+    def scaled_vjp(x):
+        return x * np.max(x)
+
+    scaled_vjp.defvjp(lambda x: (x * np.max(x), np.max(x)), lambda m, g: (g * m,))
+    x = np.array([1.0, 3.0])
+    for f in (scaled, scaled_vjp):
+        loss = lambda x: dnp.sum(f(x))  # noqa: E731, B023
+        np.testing.assert_array_equal(dg.grad(loss)(x), [3, 3])
+        np.testing.assert_array_equal(dg.compile(dg.grad(loss))(x), [3, 3])
+        with dg.Graph() as graph:
+            p = dg.placeholder((2,))
+            (gp,) = dg.gradients(loss(p), [p])
+        np.testing.assert_array_equal(dg.Session(graph).run(gp, {p: x}), [3, 3])
 
 
 # ---------------------------------------------------------------- export

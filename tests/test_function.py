@@ -217,3 +217,64 @@ def test_several_outputs_in_a_static_graph_need_known_sizes():
     np.testing.assert_allclose(got_s, 2 * np.sin(X))
     np.testing.assert_allclose(got_c, np.cos(X))
     np.testing.assert_allclose(got_gx, 2 * np.cos(2 * X))  # d/dx sin(x) cos(x) * 2 = 2 cos(2x)
+
+
+def test_a_saved_input_written_in_place_before_backward_is_refused_as_pytorch_does():
+    # PyTorch: "one of the variables needed for gradient computation has been modified by an inplace operation"
+    class Square(dg.Function):
+        @staticmethod
+        def forward(ctx, h):
+            ctx.save_for_backward(h)
+            return h * h
+
+        @staticmethod
+        def backward(ctx, g):
+            (h,) = ctx.saved_tensors
+            return 2 * h * g
+
+    class SquareByAttribute(dg.Function):
+        @staticmethod
+        def forward(ctx, h):
+            ctx.h = h  # found again as a saved input
+            return h * h
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * ctx.h * g
+
+    for square in (Square, SquareByAttribute):
+        x = dg.tensor(X, requires_grad=True)
+        h = x * 2
+        y = square.apply(h)
+        h += 1
+        with pytest.raises(RuntimeError, match=rf"that {square.__name__} saved for its gradient .* was modified in "
+                           r"place .*test_function.py:\d+"):
+            dg.sum(y).backward()
+        x = dg.tensor(X, requires_grad=True)
+        h = x * 2
+        y = square.apply(h)
+        dg.sum(y).backward()  # without the write: 8 x
+        np.testing.assert_allclose(x.grad, 8 * X)
+
+
+def test_a_saved_output_written_in_place_keeps_its_gradient():
+    # PyTorch refuses this; dagrad's in-place write makes a new node and the Function's backward sees the output
+    # as it was, so the gradient is right
+    class Exp(dg.Function):
+        @staticmethod
+        def forward(ctx, h):
+            y = np.exp(h)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return y * g
+
+    x = dg.tensor(X, requires_grad=True)
+    y = Exp.apply(x * 2)
+    z = y * 1.0
+    y += 1
+    dg.sum(z).backward()
+    np.testing.assert_allclose(x.grad, 2 * np.exp(2 * X))

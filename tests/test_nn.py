@@ -979,3 +979,42 @@ def test_a_layer_call_that_fails_inside_another_is_rolled_back_alone():
     assert [n.op.name for n in g.nodes if n.op is not None] == ["linear"]
     value = dg.Session(g).run(y, feed_dict={x: np.ones((2, 3))})
     np.testing.assert_allclose(value, model.narrow(dg.tensor(np.ones((2, 3)))).numpy())
+
+
+def test_softmax_and_log_softmax_refuse_complex_as_pytorch_does():
+    # torch: "softmax_lastdim_kernel_impl" not implemented for 'ComplexDouble'; they computed SciPy's complex one
+    z = np.array([[1 + 1j, 2 - 0.5j, 0.3j], [5 + 3j, -1 + 2j, 0.5 + 4j]])
+    for name, f in (("softmax", F.softmax), ("log_softmax", F.log_softmax)):
+        for arg in (z, dg.tensor(z)):
+            with pytest.raises(TypeError, match=rf"{name}: is computed for real dtypes only, as PyTorch's, got dtype "
+                               r"complex128 .*test_nn.py:\d+"):
+                f(arg, dim=1)
+        with pytest.raises(TypeError, match="got dtype complex64"):
+            f(z.real, dim=1, dtype=np.complex64)
+    with pytest.raises(TypeError, match="softmax: is computed for real dtypes only"):
+        nn.Softmax(dim=1)(dg.tensor(z))
+    with pytest.raises(TypeError, match="log_softmax: is computed for real dtypes only"):
+        nn.LogSoftmax(dim=1)(dg.tensor(z))
+    e = np.exp(z.real)
+    np.testing.assert_allclose(F.softmax(dg.tensor(z.real), dim=1).numpy(), e / e.sum(1, keepdims=True))
+
+
+def test_complex_softmax_log_softmax_and_logsumexp_are_scipys_with_torchs_gradients():
+    torch = pytest.importorskip("torch")
+    special = pytest.importorskip("scipy.special")
+    z = np.array([[1 + 1j, 2 - 0.5j, 0.3j], [5 + 3j, -1 + 2j, 0.5 + 4j]])
+    v = np.array([[0.3 - 0.2j, 1.1 + 0.5j, -0.4j], [0.7, -0.2 + 0.1j, 0.5 - 0.5j]])
+
+    def torch_lse(t):
+        return torch.logsumexp(t, 1, keepdim=True)
+
+    cases = [(dg.softmax, special.softmax, lambda t: torch.exp(t - torch_lse(t)), v),
+             (dg.log_softmax, special.log_softmax, lambda t: t - torch_lse(t), v),
+             (dg.logsumexp, special.logsumexp, lambda t: torch.logsumexp(t, 1), v[:, 0])]
+    for ours, scipys, torchs, ct in cases:
+        out, vjp = dg.vjp(lambda z: ours(z, axis=1), z)  # noqa: B023
+        np.testing.assert_allclose(out, scipys(z, axis=1), rtol=1e-12)
+        t = torch.tensor(z, requires_grad=True)
+        # torch's gradient of a holomorphic function is the conjugate of dagrad's (JAX's) for the conjugate cotangent
+        torchs(t).backward(torch.tensor(np.conj(ct)))
+        np.testing.assert_allclose(vjp(ct)[0], np.conj(t.grad.numpy()), rtol=1e-10, atol=1e-14)

@@ -237,6 +237,26 @@ class Float32Twice(dg.Function):
 program("Function to float32", [Arg((3,))], lambda x: (np.asarray(x) * 2).astype(np.float32), fast="float64")(
     lambda x: Float32Twice.apply(x))
 
+class SignedSquare(dg.Function):
+    """Leaves a number computed from its input's values on the ctx: right eagerly and under eager transforms;
+    where forward runs on stand-ins (dg.compile of a gradient, a static graph) it would be baked in, so it is
+    refused there."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.sign = 1.0 if x.sum() >= 0 else -1.0
+        ctx.save_for_backward(x)
+        return ctx.sign * x**2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * ctx.sign * x * g
+
+
+program("Function ctx number", [Arg((3,))], lambda x: np.sign(np.sum(x)) * np.asarray(x) ** 2, fast="float64")(
+    lambda x: SignedSquare.apply(x))
+
 _sin_of_first = dg.primitive(lambda x, y: np.sin(x))  # y is not used: a rule returning None (zero) for it is right
 dg.defvjp(_sin_of_first, lambda ans, x, y: lambda g: g * dnp.cos(x), lambda ans, x, y: lambda g: None)
 program("defvjp None", [Arg((3,)), Arg((3,))], lambda x, y: np.sin(x), fast="float64")(
@@ -751,6 +771,8 @@ _USER_PYTHON = "the forward is the user's Python: an exported module holds only 
 _NO_GRAD = "backward of an output that does not require grad raises, as PyTorch's"
 _SHARED_NUMPY = ("a NumPy array indexed by a mapped index: NumPy's own __getitem__ runs and refuses the box, as in "
                  "JAX (a Tensor works)")
+_STAND_IN_NUMBER = ("a number a Function's forward computes from its input's values and leaves on the ctx: forward "
+                    "ran on stand-ins where the gradient is built, so it would be a wrong constant")
 _INDEXING = ("x[i]", "x[i] rows", "x[:, i]", "x[i, j]", "x[mask]")
 NON_DIFFERENTIABLE = tuple(name for name, p in PROGRAMS.items() if not p.differentiable)
 REFUSALS = [
@@ -761,6 +783,7 @@ REFUSALS = [
     ("x[x > 0] sum", ("vmap(0)", "vmap(-1)"), "*", ValueError, _PER_EXAMPLE_SIZE),
     (_INDEXING, "vmap(last)", _not("tensor"), TypeError, _SHARED_NUMPY),
     (("Function*", "custom_vjp*", "custom_jvp", "defvjp*", "op:odeint*"), "export", "*", TypeError, _USER_PYTHON),
+    ("Function ctx number", ("compile(*", "session"), "*", TypeError, _STAND_IN_NUMBER),
 ]
 
 
@@ -786,9 +809,6 @@ KNOWN = [
     ("x[mask]", ("vmap(0)", "vmap(-1)", "vmap(last)"), "tensor",
      "new: eager vmap of the gradient of x[mask] with a mapped boolean Tensor mask raises TypeError (numpy.add.at "
      "on a Tensor)"),
-    (("op:betainc((4,),)", "op:gammainc(2.5, x)", "op:gammaincc(2.5, x)"), ("hessian", "compile(hessian)"), "float32",
-     "new: the second derivative (grad of grad) of scipy.special.betainc, gammainc, gammaincc of float32 is "
-     "float64"),
 ]
 
 

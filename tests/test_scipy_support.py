@@ -5,6 +5,7 @@ special functions at SciPy's domain edges (NaN, inf, or SciPy's error)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -384,3 +385,125 @@ def test_an_isotropic_multivariate_normal():
             assert np.isnan(stats.multivariate_normal.logpdf(x, mean, cov)).all()
             assert np.isnan(dg.grad(lambda c: dg.sum(stats.multivariate_normal.logpdf(x, mean, c)))(cov))
             assert np.isnan(stats.multivariate_normal.entropy(mean, cov))
+
+
+# ---------------------------------------------------------------- float32 stays float32 at every order
+
+def _f32(*values):
+    return np.array(values, np.float32)
+
+
+# every function of dagrad.scipy.special: (arguments, the positions differentiated), in one or more
+# variants; a Python number is a parameter (NumPy 2 types it weakly: the result stays float32), a float32
+# array a parameter too when no derivative exists in it (the incomplete gamma and beta functions' a, b)
+_X, _A, _B = _f32(0.3, 0.6), _f32(1.5, 2.0), _f32(2.5, 3.0)
+SPECIAL_F32 = {
+    "beta": [((_A, _B), (0, 1)), ((2.5, _A), (1,))],
+    "betainc": [((2.0, 3.0, _X), (2,)), ((_A, _B, _X), (2,))],
+    "betaln": [((_A, _B), (0, 1)), ((_A, 2.5), (0,))],
+    "digamma": [((_A,), (0,))], "psi": [((_A,), (0,))], "gamma": [((_A,), (0,))], "gammaln": [((_A,), (0,))],
+    "rgamma": [((_A,), (0,))], "gammasgn": [((_A,), ())],
+    "gammainc": [((2.5, _X), (1,)), ((2, _X), (1,)), ((_A, _X), (1,))],
+    "gammaincc": [((2.5, _X), (1,)), ((_A, _X), (1,))],
+    "polygamma": [((1, _A), (1,))], "multigammaln": [((_B, 3), (0,))],
+    "stdtr": [((3.5, _X), (1,)), ((_B, _X), (1,))],
+    "erf": [((_X,), (0,))], "erfc": [((_X,), (0,))], "erfinv": [((_X,), (0,))], "erfcinv": [((_X,), (0,))],
+    "ndtr": [((_X,), (0,))], "log_ndtr": [((_X,), (0,))], "ndtri": [((_X,), (0,))],
+    "i0": [((_X,), (0,))], "i0e": [((_X,), (0,))], "i1": [((_X,), (0,))], "i1e": [((_X,), (0,))],
+    "iv": [((1.5, _X), (1,)), ((_A, _X), (1,))], "ive": [((1.5, _X), (1,))],
+    "j0": [((_X,), (0,))], "j1": [((_X,), (0,))], "jn": [((2, _X), (1,))],
+    "y0": [((_X,), (0,))], "y1": [((_X,), (0,))], "yn": [((2, _X), (1,))],
+    "expit": [((_X,), (0,))], "logit": [((_X,), (0,))], "logsumexp": [((_X,), (0,))],
+    "xlogy": [((_X, _B), (0, 1)), ((_X, 2.5), (0,)), ((2.5, _B), (1,))],
+    "xlog1py": [((_X, _B), (0, 1)), ((_X, 2.5), (0,)), ((2.5, _B), (1,))],
+}
+
+# every method of every distribution: (points, shape parameters, whether the cdf family is differentiable
+# in the shapes); each runs with Python-number parameters, float32 shapes with the default loc and scale,
+# and every argument a float32 array
+_STATS = {"norm": ((), True), "t": ((3.5,), False), "gamma": ((2.5,), False), "chi2": ((2.5,), False),
+          "beta": ((2.5, 1.5), False), "poisson": ((2.5,), False)}
+_LOCATION = {"loc": 0.1, "scale": 1.5}
+
+
+def _with_keywords(method, n, keywords, *args):
+    return method(*args[:n], **dict(zip(keywords, args[n:])))
+
+
+def _stats_cases():
+    for name, (shapes, cdf_shapes) in _STATS.items():
+        module = getattr(stats, name)
+        for method in module.__all__:
+            point = () if method == "entropy" else (_f32(1.0, 2.0) if name == "poisson" else _X,)
+            density = method in ("logpdf", "pdf", "logpmf", "pmf") or cdf_shapes
+            keywords = ("loc",) if name == "poisson" else ("loc", "scale")
+            for variant in ("python", "shapes", "arrays") if point else ("arrays",):
+                params = tuple(s if variant == "python" else _f32(s, s + 0.5) for s in shapes)
+                extra = tuple(_f32(_LOCATION[k], _LOCATION[k] + 0.25) for k in keywords) if variant == "arrays" else ()
+                args = point + params + extra
+                diff = tuple(k for k, a in enumerate(args) if isinstance(a, np.ndarray)
+                             and (density or not len(point) <= k < len(point) + len(params)))
+                if method == "entropy":
+                    diff = tuple(range(len(args)))
+                f = functools.partial(_with_keywords, getattr(module, method), len(point) + len(params), keywords)
+                yield pytest.param(f, args, diff, id=f"{name}.{method}-{variant}")
+    cov, mean = np.eye(2, dtype=np.float32) * 1.5, _f32(0.0, 0.1)
+    points = np.array([[0.2, 0.3], [0.5, -0.1]], np.float32)
+    for method in ("logpdf", "pdf"):
+        m = getattr(stats.multivariate_normal, method)
+        yield pytest.param(m, (points, mean, cov), (0, 1, 2), id=f"multivariate_normal.{method}")
+        yield pytest.param(lambda x, mu, c, m=m: m(x, mu, c, allow_singular=True), (points, mean, cov), (0, 1, 2),
+                           id=f"multivariate_normal.{method}-singular")
+        yield pytest.param(m, (points, mean, np.float32(1.5)), (0, 1), id=f"multivariate_normal.{method}-scalar")
+        yield pytest.param(lambda x, mu, m=m: m(x, mu, 1.5), (points, mean), (0, 1),
+                           id=f"multivariate_normal.{method}-python")
+        yield pytest.param(getattr(stats.dirichlet, method), (_f32(0.3, 0.7), _A), (0, 1), id=f"dirichlet.{method}")
+    yield pytest.param(stats.multivariate_normal.entropy, (mean, cov), (1,), id="multivariate_normal.entropy")
+    yield pytest.param(lambda c: stats.multivariate_normal.entropy(mean, c), (np.float32(1.5),), (0,),
+                       id="multivariate_normal.entropy-scalar")
+
+
+def _keeps_float32(f, args, diff):
+    """f's value, its gradient with respect to each argument in `diff`, their gradients (reverse over
+    reverse) and their tangents (forward over reverse) are all float32."""
+    def total(*a):
+        return dg.sum(f(*a))
+
+    def gradient_sum(*a):
+        return sum(dg.sum(g) for g in dg.grad(total, argnums=diff)(*a))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        found = {"value": f(*args)}
+        if diff:
+            found.update({f"gradient {k}": g for k, g in zip(diff, dg.grad(total, argnums=diff)(*args))})
+            second = dg.grad(gradient_sum, argnums=diff)(*args)
+            found.update({f"second derivative {k}": g for k, g in zip(diff, second)})
+
+            def of_differentiated(*d):
+                a = list(args)
+                for k, v in zip(diff, d):
+                    a[k] = v
+                return gradient_sum(*a)
+
+            differentiated = tuple(args[k] for k in diff)
+            found["forward over reverse"] = dg.jvp(of_differentiated, differentiated,
+                                                   tuple(np.ones_like(a) for a in differentiated))[1]
+    wrong = {what: np.asarray(v).dtype for what, v in found.items() if np.asarray(v).dtype != np.float32}
+    assert not wrong, f"not float32: {wrong}"
+
+
+def test_the_float32_table_covers_every_function():
+    assert set(SPECIAL_F32) == set(special.__all__)
+
+
+@pytest.mark.parametrize("name, args, diff", [pytest.param(n, a, d, id=f"{n}-{i}")
+                                              for n, variants in SPECIAL_F32.items()
+                                              for i, (a, d) in enumerate(variants)])
+def test_special_functions_keep_float32_at_every_order(name, args, diff):
+    _keeps_float32(getattr(special, name), args, diff)
+
+
+@pytest.mark.parametrize("f, args, diff", list(_stats_cases()))
+def test_distributions_keep_float32_at_every_order(f, args, diff):
+    _keeps_float32(f, args, diff)

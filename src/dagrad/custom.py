@@ -36,6 +36,7 @@ from .function import (
     Rule,
     check_output,
     checked_cotangent,
+    checked_primal,
     checked_tangent,
     in_dtype_of,
     packed_outputs,
@@ -149,6 +150,23 @@ def _packed_tangent(rule, tree, out, call, what):
     return concatenate(parts)
 
 
+def _check_primal(rule, primal, out, call):
+    """A custom_jvp rule's primal output has the function's output's structure, shapes and dtypes (JAX's check)."""
+    if call.treedef is None:
+        if isinstance(primal, (tuple, list, dict)):
+            raise user_error(TypeError, rule.name, f"returned a {type(primal).__name__} as the primal output, but the "
+                             f"function returns one array{rule.where()}")
+        checked_primal(rule, primal, shape_of(out), dtype_of(out), "the output")
+        return
+    leaves, treedef = tree_flatten(primal)
+    if treedef != call.treedef:
+        raise user_error(ValueError, rule.name, f"returned a primal output of another structure ({len(leaves)} "
+                         f"leaves) than the function's output ({len(call.outputs)} leaves): the primal output is the "
+                         f"function's output at the primals{rule.where()}")
+    for i, (leaf, (shape, dtype)) in enumerate(zip(leaves, call.outputs)):
+        checked_primal(rule, leaf, shape, dtype, f"leaf {i} of the output")
+
+
 def _result(op, leaves, call):
     out = apply(op, tuple(call.inputs(leaves)), {"call": call})
     if call.treedef is not None and None in shape_of(out):
@@ -159,6 +177,14 @@ def _result(op, leaves, call):
 
 def _name(f):
     return getattr(f, "__name__", type(f).__name__)
+
+
+def _forward(fun, call, *args, **kwargs):
+    """The user's function of a custom op on NumPy arrays; an exception it raises names it, as a rule's."""
+    try:
+        return fun(*args, **kwargs)
+    except Exception as err:  # the Rule only now: the forward runs at every call
+        raise Rule(_name(fun), fun, call.where, "function").failed(err) from err
 
 
 def _missing(name, what, k=None):
@@ -224,9 +250,12 @@ class primitive:
     def _make(self, positions):
         # one rule per input: the input at argument number k has k's rules
         name = _name(self.fun)
-        return _make_op(name, "a dg.primitive", lambda values, call: self.fun(*call.arguments(values), **call.kwargs),
+        return _make_op(name, "a dg.primitive", self._forward,
                         tuple(functools.partial(self._vjp, k) for k in positions),
                         tuple(functools.partial(self._jvp, k) for k in positions))
+
+    def _forward(self, values, call):
+        return _forward(self.fun, call, *call.arguments(values), **call.kwargs)
 
     def _vjp(self, k, g, out, *inputs, call):
         args = call.arguments(inputs)
@@ -235,12 +264,13 @@ class primitive:
             if maker is None:  # the engine takes a rule's None for a bug: a zero, as autograd gives
                 return _float_zeros(args[k])
             name = _name(self.fun)
-            rule = maker(_unpacked(out, call), *args, **call.kwargs)
+            rule = Rule(f"{name} vjp maker (dg.defvjp)", maker, call.where).call(_unpacked(out, call), *args,
+                                                                                 **call.kwargs)
             checked = Rule(f"{name} vjp (dg.defvjp)", rule, call.where)
             if not callable(rule):
                 raise user_error(TypeError, checked.name, f"the maker for argument {k} returned a "
                                  f"{type(rule).__name__}, not a function g -> cotangent{checked.where()}")
-            ct = checked_cotangent(checked, k, rule(_unpacked(g, call)), args[k])
+            ct = checked_cotangent(checked, k, checked.call(_unpacked(g, call)), args[k])
             return zeros_like(args[k]) if ct is None else ct
         if k not in self.jvps:
             raise _missing(_name(self.fun), "vjp (dg.defvjp) nor jvp (dg.defjvp)", k)
@@ -257,7 +287,7 @@ class primitive:
             if rule is None:
                 return _float_zeros(out)
             checked = Rule(f"{_name(self.fun)} jvp (dg.defjvp) for argument {k}", rule, call.where)
-            return _packed_tangent(checked, rule(t, _unpacked(out, call), *args, **call.kwargs), out, call,
+            return _packed_tangent(checked, checked.call(t, _unpacked(out, call), *args, **call.kwargs), out, call,
                                    "the output")
         if k not in self.vjps:
             raise _missing(_name(self.fun), "jvp (dg.defjvp) nor vjp (dg.defvjp)", k)
@@ -396,7 +426,8 @@ class _Custom:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(sorted(nondiff_argnums))
-        self.op = _make_op(_name(fun), f"a dg.{where}", lambda values, call: fun(*call.arguments(values)),
+        self.op = _make_op(_name(fun), f"a dg.{where}", lambda values, call: _forward(fun, call,
+                                                                                      *call.arguments(values)),
                            self._vjp, self._jvp)
 
     def __call__(self, *args, **kwargs):
@@ -443,11 +474,13 @@ class custom_vjp(_Custom):
             raise _missing(name, "rule (f.defvjp(fwd, bwd))")
         args = call.arguments(values)
         positions = [k for k in range(len(args)) if k not in call.static]  # of the differentiable arguments
-        fwd_out = self.fwd(*args)
+        fwd = Rule(f"{name} fwd (custom_vjp)", self.fwd, call.where)
+        fwd_out = fwd.call(*args)
         if not (isinstance(fwd_out, tuple) and len(fwd_out) == 2):
-            raise user_error(TypeError, f"{name} fwd", "returns a pair (output, residuals)")
+            raise user_error(TypeError, fwd.name, f"returns a pair (output, residuals), not a "
+                             f"{type(fwd_out).__name__}{fwd.where()}")
         rule = Rule(f"{name} bwd (custom_vjp)", self.bwd, call.where)
-        cts = self.bwd(*[args[k] for k in sorted(call.static)], fwd_out[1], _unpacked(g, call))
+        cts = rule.call(*[args[k] for k in sorted(call.static)], fwd_out[1], _unpacked(g, call))
         if not isinstance(cts, (tuple, list)) or len(cts) != len(positions):
             got = len(cts) if isinstance(cts, (tuple, list)) else f"a {type(cts).__name__}"
             raise user_error(ValueError, rule.name, f"returns a tuple with one cotangent per differentiable "
@@ -520,12 +553,13 @@ class custom_jvp(_Custom):
                                      for k in range(call.nleaves)])
         args = call.arguments(values)
         primals = [a for k, a in enumerate(args) if k not in call.static]
-        result = self.rule(*[args[k] for k in sorted(call.static)], tuple(primals),
-                           tuple(t for k, t in enumerate(tangent_args) if k not in call.static))
         rule = Rule(f"{name} jvp rule (custom_jvp)", self.rule, call.where)
+        result = rule.call(*[args[k] for k in sorted(call.static)], tuple(primals),
+                           tuple(t for k, t in enumerate(tangent_args) if k not in call.static))
         if not (isinstance(result, tuple) and len(result) == 2):
             raise user_error(TypeError, rule.name, f"returns a pair (primal_out, tangent_out), not a "
                              f"{type(result).__name__}{rule.where()}")
+        _check_primal(rule, result[0], out, call)
         return _packed_tangent(rule, result[1], out, call, "the output")
 
     def _vjp(self, g, out, *leaves, call):

@@ -27,16 +27,11 @@ from .ops.elementwise import astype
 from .ops.linalg import tensordot
 from .ops.reduce import sum as reduce_sum
 from .ops.shape import concatenate, getitem, ravel, reshape
-from .transforms import _is_index, grad, jacobian, jvp, vjp
+from .transforms import _function, _is_index, grad, jacobian, jvp, vjp
 
 __all__ = ["deriv", "grad_and_aux", "hessian_tensor_product", "hessian_vector_product", "make_ggnvp", "make_hvp",
            "make_jvp", "make_vjp", "multigrad_dict", "ravel_pytree", "tensor_jacobian_product",
            "vector_jacobian_product"]
-
-
-def _check_function(fun, where):
-    if not callable(fun):
-        raise user_error(TypeError, where, f"expects a function, got {type(fun).__name__}")
 
 
 def _unary(fun, args, kwargs, argnum, where):
@@ -71,7 +66,7 @@ def make_vjp(fun, argnum=0):
     >>> value, f_vjp(np.array([1.0, 10.0]))
     (array([1., 9.]), array([ 2., 60.]))
     """
-    _check_function(fun, "make_vjp")
+    _function(fun, "make_vjp")
 
     def vjp_maker(*args, **kwargs):
         unary_f, x = _unary(fun, args, kwargs, argnum, "make_vjp")
@@ -89,7 +84,7 @@ def make_jvp(fun, argnum=0):
     >>> make_jvp(lambda x: x ** 2)(np.array([1.0, 3.0]))(np.array([1.0, 1.0]))
     (array([1., 9.]), array([2., 6.]))
     """
-    _check_function(fun, "make_jvp")
+    _function(fun, "make_jvp")
 
     def jvp_maker(*args, **kwargs):
         unary_f, x = _unary(fun, args, kwargs, argnum, "make_jvp")
@@ -108,7 +103,7 @@ def deriv(fun, argnum=0):
     >>> deriv(lambda x: x ** 3)(np.array([1.0, 2.0]))
     array([ 3., 12.])
     """
-    _check_function(fun, "deriv")
+    _function(fun, "deriv")
 
     def deriv_f(*args, **kwargs):
         unary_f, x = _unary(fun, args, kwargs, argnum, "deriv")
@@ -127,7 +122,7 @@ def grad_and_aux(fun, argnum=0):
     >>> grad_and_aux(lambda x: ((x ** 2).sum(), "note"))(np.array([1.0, 2.0]))
     (array([2., 4.]), 'note')
     """
-    _check_function(fun, "grad_and_aux")
+    _function(fun, "grad_and_aux")
 
     def grad_and_aux_f(*args, **kwargs):
         unary_f, x = _unary(fun, args, kwargs, argnum, "grad_and_aux")
@@ -145,7 +140,7 @@ def make_hvp(fun, argnum=0):
     >>> hvp(np.array([1.0, 0.0]))
     array([8., 8.])
     """
-    _check_function(fun, "make_hvp")
+    _function(fun, "make_hvp")
 
     def hvp_maker(*args, **kwargs):
         unary_f, x = _unary(fun, args, kwargs, argnum, "make_hvp")
@@ -164,7 +159,7 @@ def _check_tensor(tensor, like, where, what):
 def _tensor_product(name, fun, argnum, contracted, transform=grad):
     """The gradient (or `transform`), with respect to argument `argnum`, of `contracted(tensor, *args)`: a
     function of `(*args, tensor)`, as autograd's tensor products take their tensor last."""
-    _check_function(fun, name)
+    _function(fun, name)
     if isinstance(argnum, bool) or not isinstance(argnum, int):
         raise user_error(TypeError, name, f"argnum must be an int, got {argnum!r}")
 
@@ -246,8 +241,8 @@ def make_ggnvp(f, g=_half_squared_norm, f_argnum=0):
     >>> make_ggnvp(lambda x: A @ x)(np.array([1.0, 1.0]))(np.array([1.0, 0.0]))
     array([1., 2.])
     """
-    _check_function(f, "make_ggnvp")
-    _check_function(g, "make_ggnvp")
+    _function(f, "make_ggnvp")
+    _function(g, "make_ggnvp")
 
     def ggnvp_maker(*args, **kwargs):
         unary_f, x = _unary(f, args, kwargs, f_argnum, "make_ggnvp")
@@ -272,7 +267,7 @@ def multigrad_dict(fun):
     >>> multigrad_dict(lambda a, b=2.0: a * b)(3.0, b=5.0)
     {'a': np.float64(5.0), 'b': np.float64(3.0)}
     """
-    _check_function(fun, "multigrad_dict")
+    _function(fun, "multigrad_dict")
     signature = inspect.signature(fun)
 
     def gradfun(*args, **kwargs):

@@ -43,7 +43,7 @@ class FunctionCtx:
 
     # dagrad's own state; what users set on a ctx lives in its __dict__ (vmap and static graphs look at it)
     __slots__ = ("_function", "_static", "_nargs", "_dtypes", "_applied", "_saved_raw", "_saved", "_aliases",
-                 "_current", "_outputs", "_examples", "_stacked", "_merged", "__dict__")
+                 "_current", "_outputs", "_examples", "_stacked", "_merged", "_varying", "__dict__")
 
     def __init__(self, function, static=None, nargs=0, dtypes=(), applied=None):
         self._function = function
@@ -61,6 +61,9 @@ class FunctionCtx:
         self._examples = None  # under vmap: one ctx per example (forward ran once per example) ...
         self._stacked = None  # ... and the stacked output they made (vmap's box holds it)
         self._merged = False
+        # after forward ran on stand-ins (a static graph, dg.compile): the attributes it set to values that
+        # depend on its inputs' values, or an exception when that could not be checked
+        self._varying = frozenset()
 
     def save_for_backward(self, *arrays):
         self._saved_raw = arrays
@@ -157,24 +160,64 @@ def stand_in_shape(run, shapes, dtypes):
     unknown = any(s is None or None in s for s in shapes)
     results = []
     for size in (2, 3) if unknown else (1,):
-        stand_ins = [None if s is None else np.ones(tuple(size if n is None else n for n in s), d)
-                     for s, d in zip(shapes, dtypes)]
         with np.errstate(all="ignore"):
-            results.append(tuple(np.shape(run(*stand_ins))))
+            results.append(tuple(np.shape(run(*stand_ins(shapes, dtypes, size)))))
     if not unknown:
         return results[0]
     return tuple(None if m != n else m for m, n in zip(*results))
+
+
+def stand_ins(shapes, dtypes, size, pattern=None):
+    """Arrays of `shapes` (an unknown size: `size`) and `dtypes` standing in for a custom op's inputs: ones,
+    or with `pattern` (low, high), values evenly spaced from low to high (integers 0, a safe index; bools True)."""
+    arrays = []
+    for s, dtype in zip(shapes, dtypes):
+        shape = None if s is None else tuple(size if n is None else n for n in s)
+        kind = np.dtype(dtype).kind
+        if shape is None or pattern is None or kind == "b":
+            arrays.append(None if shape is None else np.ones(shape, dtype))
+        elif kind in "iu":
+            arrays.append(np.zeros(shape, dtype))
+        else:
+            arrays.append(np.linspace(*pattern, int(np.prod(shape))).reshape(shape).astype(dtype))
+    return arrays
+
+
+# the other stand-in values a Function's forward runs on, to find what it leaves on the ctx that depends on its
+# inputs' values: distinct values of either sign, with a negative sum and a positive largest one (a maximum, a
+# sum, a sign, a norm differ from the ones'), then values in (0, 1), for a forward refusing negative ones
+_PATTERNS = ((-2.25, 1.75), (0.2, 0.8))
+
+
+def _varying(forward, ctx, shapes, states):
+    """The attributes a Function's forward set on `ctx` to values that depend on its inputs: those that differ
+    between `states` (what it left on stand-ins of ones, of two sizes when a size is unknown) and what it
+    leaves on the other stand-ins (in a ctx of their own); the exception forward raised on those, if it
+    raised on each."""
+    failed = None
+    for pattern in _PATTERNS:
+        other = ctx._example()
+        try:
+            with np.errstate(all="ignore"):
+                forward(*stand_ins(shapes, ctx._dtypes, 3, pattern), ctx=other)
+        except Exception as err:  # forward refuses those values: try the next
+            failed = err
+        else:
+            states.append(vars(other))
+    if len(states) == 1 + any(s is None or None in s for s in shapes):
+        return failed
+    return frozenset(attr for attr in set().union(*states)
+                     if not all(_same_value(states[0].get(attr, _MISSING), s.get(attr, _MISSING)) for s in states[1:]))
 
 
 def _make_op(cls):
     name = cls.__name__
 
     def forward(*values, ctx):
-        args = ctx._arguments(values)
         try:
-            out = cls.forward(ctx, *args)
-        except Exception as err:
-            raise _rewrapped(err, f"{name}.forward failed: {err}", ctx) from err
+            out = cls.forward(ctx, *ctx._arguments(values))
+        except Exception as err:  # the Rule only now: forward runs at every call
+            raise Rule(f"{name}.forward", cls.forward, ctx._applied, "forward").failed(err) from err
         outs = out if isinstance(out, tuple) else (out,)
         if not outs:
             raise user_error(TypeError, f"{name}.forward", "returned an empty tuple; return an array, or a tuple of "
@@ -194,30 +237,35 @@ def _make_op(cls):
     forward.custom_op = "a dg.Function"  # export refuses it by this mark: the forward is the user's code
 
     def shape(*shapes, ctx):
-        return stand_in_shape(lambda *stand_ins: forward(*stand_ins, ctx=ctx), shapes, ctx._dtypes)
+        # forward runs on stand-ins: a value it leaves on ctx that depends on its inputs' values (`ctx.m =
+        # float(x.max())`) would be baked into a backward built now, so _refuse_stand_in_values refuses it
+        states = []
+
+        def run(*values):
+            out = forward(*values, ctx=ctx)
+            states.append(dict(vars(ctx)))
+            return out
+
+        result = stand_in_shape(run, shapes, ctx._dtypes)
+        ctx._varying = _varying(forward, ctx, shapes, states)
+        return result
 
     def vjp(g, out, *inputs, ctx):
         grads = (g,) if ctx._outputs is None else unpacked_parts(g, ctx._outputs)
+        rule = Rule(f"{name}.backward", cls.backward, ctx._applied)
         with _saved(ctx, inputs, out):
-            try:
-                result = cls.backward(ctx, *grads)
-            except Exception as err:
-                raise _rewrapped(err, f"{name}.backward failed: {err} (the forward was applied at "
-                                 f"{ctx._applied})", ctx) from err
-        return _checked_grads(Rule(f"{name}.backward", cls.backward, ctx._applied), result, inputs, ctx)
+            result = rule.call(ctx, *grads)
+        return _checked_grads(rule, result, inputs, ctx)
 
     def jvp(tangents, out, *inputs, ctx):
         if cls.jvp is None:
             return _jvp_from_backward(vjp, tangents, out, inputs, ctx)
         it = iter(tangents)
         spread = [None if k in ctx._static else next(it) for k in range(ctx._nargs)]  # one per forward argument
+        rule = Rule(f"{name}.jvp", cls.jvp, ctx._applied)
         with _saved(ctx, inputs, out):
-            try:
-                tangent = cls.jvp(ctx, *spread)
-            except Exception as err:
-                raise _rewrapped(err, f"{name}.jvp failed: {err} (the forward was applied at {ctx._applied})",
-                                 ctx) from err
-        return _checked_tangents(Rule(f"{name}.jvp", cls.jvp, ctx._applied), tangent, out, ctx._outputs)
+            tangent = rule.call(ctx, *spread)
+        return _checked_tangents(rule, tangent, out, ctx._outputs)
 
     def batch(op, values, batched, attrs):
         # vmap with no batching rule: forward once per example, each with a ctx of its own (a shared one
@@ -240,17 +288,6 @@ def _make_op(cls):
     op = Op(name, forward, vjp, jvp, shape, True, batch=batch)
     op.function = cls.apply
     return op
-
-
-def _rewrapped(err, message, ctx):
-    """`err`'s class (when its constructor takes a message) with `message` and the user's line."""
-    where = caller_line()
-    if ctx._applied is not None and ctx._applied != where:
-        where += f" (building the gradient of the {ctx._function.__name__} applied at {ctx._applied})"
-    try:
-        return type(err)(f"{message} (at {where})")
-    except Exception:
-        return RuntimeError(f"{message} (at {where})")
 
 
 def check_output(name, out):
@@ -344,14 +381,53 @@ class _saved:
 
 def _refuse_stand_in_values(ctx):
     """In a static graph the forward ran on stand-ins when the gradient is built: an array it left on
-    the ctx (a mask, say) would be a wrong constant of the gradient, so it is refused."""
+    the ctx (a mask, say), or a value that depends on its inputs' values (a number computed from them),
+    would be a wrong constant of the gradient, so it is refused. Constants (`ctx.eps = 1e-5`, a shape)
+    are the same on any stand-ins, and the constant arguments are the caller's."""
+    name = ctx._function.__name__
     for attr, value in vars(ctx).items():
-        if (isinstance(value, (np.ndarray, np.generic)) or is_foreign(value)) and attr not in ctx._aliases and not any(
-                value is v for v in ctx._static.values()):
-            raise user_error(TypeError, f"{ctx._function.__name__}.forward", f"set ctx.{attr} to an array: in a static "
-                             "graph or under dg.compile the gradient is built before any value exists (forward ran on "
-                             "stand-ins), so that array would be a wrong constant; recompute it in backward from "
-                             "ctx.saved_tensors (forward's inputs and outputs)", value)
+        if attr in ctx._aliases or any(value is v for v in ctx._static.values()):
+            continue
+        if isinstance(value, np.ndarray) or is_foreign(value):
+            what = "an array"
+        elif isinstance(ctx._varying, Exception):
+            raise user_error(TypeError, f"{name}.forward", f"set ctx.{attr}, and raised on a second set of stand-in "
+                             f"values ({type(ctx._varying).__name__}: {ctx._varying}), so whether ctx.{attr} depends "
+                             "on the inputs' values cannot be told: in a static graph or under dg.compile the gradient "
+                             "is built before any value exists (forward ran on stand-ins); compute it in backward from "
+                             "ctx.saved_tensors (forward's inputs and outputs)")
+        elif attr in ctx._varying:
+            what = (f"a value of type {type(value).__name__} that depends on the inputs (their values, or a size "
+                    "unknown until the graph runs)")
+        else:
+            continue
+        raise user_error(TypeError, f"{name}.forward", f"set ctx.{attr} to {what}: in a static graph or under "
+                         "dg.compile the gradient is built before any value exists (forward ran on stand-ins), so it "
+                         "would be a wrong constant; recompute it in backward from ctx.saved_tensors (forward's inputs "
+                         "and outputs)", *([value] if what == "an array" else []))
+
+
+_MISSING = object()
+
+
+def _same_value(a, b):
+    """Whether two values forward left on ctx (on different stand-ins) are the same: identical, or equal
+    (NaN equal to NaN); values whose equality is no plain bool (arrays in a container) are not."""
+    if a is b:
+        return True
+    if a is _MISSING or b is _MISSING:
+        return False
+    try:
+        equal = a == b
+        if isinstance(equal, (bool, np.bool_)):
+            return bool(equal) or (_is_nan(a) and _is_nan(b))
+    except Exception:  # a comparison that raises: the values are not simply equal
+        pass
+    return False
+
+
+def _is_nan(value):
+    return isinstance(value, (float, np.floating)) and value != value
 
 
 def _merge(ctx, out):
@@ -416,20 +492,40 @@ def _differs(name, where, what):
 
 
 class Rule:
-    """A user's custom rule whose results are checked: its name as errors give it (`Cube.backward`),
-    the function (for the line defining it) and the user's line that applied the custom op."""
+    """A user's code in a custom op (a rule, whose results are checked, or a forward): its name as errors
+    give it (`Cube.backward`, `f vjp (dg.defvjp)`), the function (for the line defining it), the user's
+    line that applied the custom op, and what it is (`what`: "rule", "forward", "function")."""
 
-    __slots__ = ("name", "fn", "applied")
+    __slots__ = ("name", "fn", "applied", "what")
 
-    def __init__(self, name, fn, applied):
+    def __init__(self, name, fn, applied, what="rule"):
         self.name = name
         self.fn = fn
         self.applied = applied
+        self.what = what
 
-    def where(self):
+    def where(self, skip=None):
+        """' (the op was applied at ..., the rule defined at ...)', without the first when it is `skip`."""
         code = getattr(self.fn, "__code__", None)
-        defined = f", the rule defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
-        return f" (the op was applied at {self.applied}{defined})"
+        lines = [] if self.applied in (None, skip) else [f"the op was applied at {self.applied}"]
+        if code is not None:
+            lines.append(f"the {self.what} defined at {code.co_filename}:{code.co_firstlineno}")
+        return f" ({', '.join(lines)})" if lines else ""
+
+    def call(self, *args, **kwargs):
+        """The user's code run on `args`; an exception it raises is raised again naming it (`failed`), for
+        every style of custom op alike."""
+        try:
+            return self.fn(*args, **kwargs)
+        except Exception as err:
+            raise self.failed(err) from err
+
+    def failed(self, err):
+        """`err`, raised inside the user's code, again: of its type (ValueError for a type taking no
+        message), its message after the name, with the line that applied the op, the line defining the
+        code and the user's line: "Cube.backward failed: ... (the op was applied at train.py:12, the rule
+        defined at train.py:7) at train.py:20"."""
+        return user_error(type(err), f"{self.name} failed", f"{err}{self.where(skip=caller_line())}")
 
 
 def checked_cotangent(rule, k, ct, x):
@@ -468,6 +564,28 @@ def checked_tangent(rule, t, shape, dtype, what):
         raise user_error(ValueError, rule.name, f"returned {text} with shape {_text(got)}, but {what} has shape "
                          f"{_text(shape)}: a tangent has exactly its output's shape{rule.where()}")
     return _cast(rule, t, dtype, text, what)
+
+
+def checked_primal(rule, value, shape, dtype, what):
+    """`value`, the primal output a custom_jvp rule returned for `what` (an output of `shape` and `dtype`),
+    checked as JAX checks it against the function's own output: exactly that shape and dtype (a Python
+    number may stand for a 0-d output whose dtype it does not change). Anything else raises, naming the
+    rule, both shapes or dtypes and the lines: a rule whose primal differs from the function is wrong,
+    and its tangent with it."""
+    text = f"the primal output for {what}"
+    if value is None:
+        raise user_error(TypeError, rule.name, f"returned None as {text} ({what} is {_describe(shape, dtype)}): "
+                         f"return the function's output at the primals{rule.where()}")
+    if isinstance(value, (bool, int, float, complex)) and np.result_type(dtype, value) == dtype:
+        value = np.asarray(value, dtype)
+    value = _array(rule, value, text, what, shape, dtype)
+    got, have = shape_of(value), dtype_of(value)
+    if not _same(got, shape):
+        raise user_error(ValueError, rule.name, f"returned {text} with shape {_text(got)}, but {what} has shape "
+                         f"{_text(shape)}: the primal output is the function's output at the primals{rule.where()}")
+    if have != dtype:
+        raise user_error(TypeError, rule.name, f"returned {text} of dtype {have}, but {what} has dtype {dtype}: the "
+                         f"primal output is the function's output at the primals{rule.where()}")
 
 
 def _array(rule, value, what, subject, shape, dtype):

@@ -347,25 +347,39 @@ def _softmax_dim(input, dim, name, stacklevel):
     return 0 if len(_shape(input)) in (0, 1, 3) else 1
 
 
+def _real_softmax(input, dtype, where):
+    """PyTorch computes softmax and log_softmax in real dtypes only ("not implemented for 'ComplexDouble'"):
+    a complex one is refused, naming the function and the dtype (a result would be silently another
+    function's: `dg.softmax` computes SciPy's complex softmax)."""
+    computed = dtype_of(input) if dtype is None else np.dtype(dtype)
+    if computed.kind == "c":
+        raise user_error(TypeError, where, f"is computed for real dtypes only, as PyTorch's, got dtype {computed} "
+                         f"(dg.{where} computes it for complex values, as scipy.special.{where})", input)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """exp(x) / sum(exp(x)) along `dim`, as `torch.nn.functional.softmax` (cast to `dtype` first when given).
+    """exp(x) / sum(exp(x)) along `dim`, as `torch.nn.functional.softmax` (cast to `dtype` first when given);
+    a complex dtype is refused, as PyTorch refuses it.
 
     >>> import dagrad as dg
     >>> softmax(dg.tensor([[0.0, 0.0], [0.0, 1000.0]]), dim=1)
     tensor([[0.5, 0.5],
             [0. , 1. ]])
     """
+    _real_softmax(input, dtype, "softmax")
     dim = _softmax_dim(input, dim, "softmax", _stacklevel)
     return _softmax_op(input if dtype is None else astype(input, dtype), axis=dim)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """x - logsumexp(x) along `dim`, as `torch.nn.functional.log_softmax` (cast to `dtype` first when given).
+    """x - logsumexp(x) along `dim`, as `torch.nn.functional.log_softmax` (cast to `dtype` first when given);
+    a complex dtype is refused, as PyTorch refuses it.
 
     >>> import dagrad as dg
     >>> log_softmax(dg.tensor([0.0, 0.0]), dim=0).numpy().round(4)
     array([-0.6931, -0.6931])
     """
+    _real_softmax(input, dtype, "log_softmax")
     dim = _softmax_dim(input, dim, "log_softmax", _stacklevel)
     return _log_softmax_op(input if dtype is None else astype(input, dtype), axis=dim)
 

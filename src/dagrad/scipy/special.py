@@ -25,7 +25,7 @@ from .._core.dtypes import floating, of_ufunc
 from .._core.errors import user_error
 from .._core.op import apply, defop, public
 from .._core.shapes import broadcast_shapes, dtype_of, normalize_axis, shape_of
-from ..ops.elementwise import astype, erf, exp, isfinite, log, log1p, not_equal, real, sigmoid, stop_gradient, where
+from ..ops.elementwise import erf, exp, isfinite, log, log1p, not_equal, real, sigmoid, stop_gradient, where
 from ..ops.elementwise import sign as sign_
 from ..ops.nn import logsumexp as _logsumexp
 from ..ops.reduce import max as max_
@@ -109,6 +109,19 @@ def _on_second(rule):
     return lambda first, second, **attrs: rule(second)
 
 
+def weakly(function, *args):
+    """`function(*args)`, a Python float when every argument is a Python number. NumPy 2 types a Python
+    number weakly (float32 * 2.5 is float32), but a function of one is a float64 scalar, which is not
+    weak: a rule or a formula adding `gammaln(a)` of a Python `a` to a float32 value would make it
+    float64 (and a float32 argument's second derivative with it).
+
+    >>> (np.float32(1.0) - gammaln(2.5)).dtype, (np.float32(1.0) - weakly(gammaln, 2.5)).dtype
+    (dtype('float64'), dtype('float32'))
+    """
+    out = function(*args)
+    return float(out) if all(type(a) in (int, float) for a in args) else out
+
+
 def _not_for(name, what):
     def rule(*args, **kwargs):
         raise user_error(NotImplementedError, f"dagrad.scipy.special.{name}", f"has no derivative with respect to "
@@ -190,9 +203,9 @@ def multigammaln(a, d):
 
 # incomplete gamma and beta: derivatives with respect to x only
 def _gamma_density(a, x):
-    """d gammainc(a, x) / dx, in x's dtype (a Python number a would make gammaln's float64); xlogy keeps
-    it exp(-x) / gamma(1) = 1 at x = 0 for a = 1, not exp(0 * log 0) = NaN."""
-    return astype(exp(-x + xlogy(a - 1, x) - gammaln(a)), dtype_of(x))
+    """d gammainc(a, x) / dx (in the output's dtype: gammaln of a Python a stays a Python number); xlogy
+    keeps it exp(-x) / gamma(1) = 1 at x = 0 for a = 1, not exp(0 * log 0) = NaN."""
+    return exp(-x + xlogy(a - 1, x) - weakly(gammaln, a))
 
 
 gammainc = _op("gammainc", lambda a, x: _cast(_sp.gammainc(a, x), _sp.gammainc, (a, x)),
@@ -200,8 +213,8 @@ gammainc = _op("gammainc", lambda a, x: _cast(_sp.gammainc(a, x), _sp.gammainc, 
 gammaincc = _op("gammaincc", lambda a, x: _cast(_sp.gammaincc(a, x), _sp.gammaincc, (a, x)),
                 (_not_for("gammaincc", "a"), lambda g, out, a, x: -g * _gamma_density(a, x)), 2)
 def _beta_density(a, b, x):
-    """d betainc(a, b, x) / dx, in x's dtype."""
-    return astype(exp(xlogy(a - 1, x) + xlog1py(b - 1, -x) - betaln(a, b)), dtype_of(x))
+    """d betainc(a, b, x) / dx."""
+    return exp(xlogy(a - 1, x) + xlog1py(b - 1, -x) - weakly(betaln, a, b))
 
 
 _betainc = defop("betainc", lambda a, b, x: _cast(_sp.betainc(a, b, x), _sp.betainc, (a, b, x)),
@@ -221,10 +234,12 @@ def betainc(a, b, x):
 
 # Student's t cdf: SciPy's, with the density as its derivative in t (through z * z / df the betainc form
 # would give inf * 0 = NaN at t = 0)
+def _t_log_normaliser(df):
+    return gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * log(df * math.pi)
+
+
 def _t_density(df, t):
-    half = (df + 1) / 2
-    return astype(exp(gammaln(half) - gammaln(df / 2) - 0.5 * log(df * math.pi) - half * log1p(t * t / df)),
-                  dtype_of(t))
+    return exp(weakly(_t_log_normaliser, df) - (df + 1) / 2 * log1p(t * t / df))
 
 
 stdtr = _op("stdtr", lambda df, t: _cast(_sp.stdtr(df, t), _sp.stdtr, (df, t)),
@@ -279,9 +294,9 @@ def _x_over(x, y):
 
 
 xlogy = _op("xlogy", lambda x, y: _cast(_sp.xlogy(x, y), _sp.xlogy, (x, y)),
-            (lambda g, out, x, y: g * log(y), lambda g, out, x, y: g * _x_over(x, y)), 2)
+            (lambda g, out, x, y: g * weakly(log, y), lambda g, out, x, y: g * _x_over(x, y)), 2)
 xlog1py = _op("xlog1py", lambda x, y: _cast(_sp.xlog1py(x, y), _sp.xlog1py, (x, y)),
-              (lambda g, out, x, y: g * log1p(y), lambda g, out, x, y: g * _x_over(x, 1 + y)), 2)
+              (lambda g, out, x, y: g * weakly(log1p, y), lambda g, out, x, y: g * _x_over(x, 1 + y)), 2)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):

@@ -7,7 +7,10 @@ value outside the support in its place (`outside`): the gradient there is 0, whe
 the point itself would give 0 * inf = NaN (JAX's double `where`). Invalid parameters (a scale or a
 shape <= 0, a negative mean, NaN) give NaN, and a NaN gradient with respect to every argument: the
 function is undefined there, so is its derivative (`undefined`); the formula sees a valid stand-in
-(`inside` again), so no division by a zero scale runs.
+(`inside` again), so no division by a zero scale runs. Each parameter is replaced where it is itself
+invalid: a Python number's check is then a Python bool and the number stays one, weakly typed (a float32
+x with the default scale=1.0 gives float32), where a mask from another argument would make it a float64
+array. A function of Python numbers only goes through `special.weakly` for the same reason.
 """
 
 from __future__ import annotations

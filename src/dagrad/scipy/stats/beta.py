@@ -14,18 +14,19 @@ import math
 
 from ...ops.elementwise import exp, log
 from .. import special
+from ..special import weakly
 from ._support import any_of, inside, log_, not_above, outside, undefined
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def _standard(x, a, b, loc, scale):
-    """(invalid, a, b, scale, below, above): a, b and scale at valid stand-ins where the parameters are
-    invalid, and where x is below or above the support."""
-    invalid = any_of(not_above(a, 0), not_above(b, 0), not_above(scale, 0))
-    scale = inside(invalid, scale, 1.0)
+    """(invalid, a, b, scale, below, above): a, b and scale each at a valid stand-in where it is invalid
+    (see `_support`), and where x is below or above the support."""
+    bad_a, bad_b, bad_scale = not_above(a, 0), not_above(b, 0), not_above(scale, 0)
+    scale = inside(bad_scale, scale, 1.0)
     y = (x - loc) / scale
-    return invalid, inside(invalid, a, 1.0), inside(invalid, b, 1.0), scale, y < 0, y > 1
+    return any_of(bad_a, bad_b, bad_scale), inside(bad_a, a, 1.0), inside(bad_b, b, 1.0), scale, y < 0, y > 1
 
 
 def _inside(x, loc, scale, off):
@@ -38,7 +39,7 @@ def logpdf(x, a, b, loc=0.0, scale=1.0):
     invalid, a_, b_, scale_, below, above = _standard(x, a, b, loc, scale)
     off = any_of(below, above)
     y = _inside(x, loc, scale_, off)
-    out = special.xlogy(a_ - 1, y) + special.xlog1py(b_ - 1, -y) - special.betaln(a_, b_) - log_(scale_)
+    out = special.xlogy(a_ - 1, y) + special.xlog1py(b_ - 1, -y) - weakly(special.betaln, a_, b_) - log_(scale_)
     return undefined(invalid, outside(off, out), x, a, b, loc, scale)
 
 

@@ -14,17 +14,18 @@ import math
 
 from ...ops.elementwise import exp, log
 from .. import special
+from ..special import weakly
 from ._support import any_of, inside, log_, not_above, outside, undefined
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def _standard(x, a, loc, scale):
-    """(invalid, a, scale, below): a and scale at valid stand-ins where the parameters are invalid, and
-    where x is below the support."""
-    invalid = any_of(not_above(a, 0), not_above(scale, 0))
-    scale = inside(invalid, scale, 1.0)
-    return invalid, inside(invalid, a, 1.0), scale, (x - loc) / scale < 0
+    """(invalid, a, scale, below): a and scale each at a valid stand-in where it is invalid (see
+    `_support`), and where x is below the support."""
+    bad_a, bad_scale = not_above(a, 0), not_above(scale, 0)
+    scale = inside(bad_scale, scale, 1.0)
+    return any_of(bad_a, bad_scale), inside(bad_a, a, 1.0), scale, (x - loc) / scale < 0
 
 
 def _inside(x, loc, scale, below):
@@ -36,7 +37,7 @@ def _inside(x, loc, scale, below):
 def logpdf(x, a, loc=0.0, scale=1.0):
     invalid, a_, scale_, below = _standard(x, a, loc, scale)
     y = _inside(x, loc, scale_, below)
-    out = outside(below, special.xlogy(a_ - 1, y) - y - special.gammaln(a_) - log_(scale_))
+    out = outside(below, special.xlogy(a_ - 1, y) - y - weakly(special.gammaln, a_) - log_(scale_))
     return undefined(invalid, out, x, a, loc, scale)
 
 

@@ -18,12 +18,12 @@ import math
 import numpy as np
 
 from ..._core.shapes import dtype_of, shape_of
-from ...ops.elementwise import exp, log, where
+from ...ops.elementwise import astype, exp, log, where
 from ...ops.linalg import cholesky, diagonal, eigh, solve
 from ...ops.reduce import max as max_
 from ...ops.reduce import sum as sum_
 from ...ops.shape import expand_dims, squeeze
-from ._support import inside, not_above, outside, undefined
+from ._support import inside, log_, not_above, outside, undefined
 
 __all__ = ["logpdf", "pdf", "entropy"]
 
@@ -41,7 +41,7 @@ def _logpdf_singular(diff, cov):
     safe = where(kept, s, 1.0)
     projected = squeeze(expand_dims(diff, -2) @ u, -2)  # the coordinates of diff in the eigenbasis
     mahalanobis = sum_(where(kept, projected * projected / safe, 0.0), axis=-1)
-    rank = sum_(where(kept, 1.0, 0.0), axis=-1)
+    rank = sum_(astype(kept, dtype), axis=-1)  # where(kept, 1.0, 0.0) would be float64
     out = -0.5 * (rank * _LOG_2PI + sum_(where(kept, log(safe), 0.0), axis=-1) + mahalanobis)
     # off the support: the part of diff along the null space is longer than SciPy's tolerance
     residual = sum_(where(kept, 0.0, projected * projected), axis=-1)
@@ -57,7 +57,7 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
     if len(shape_of(cov)) == 0:  # a scalar variance: the isotropic case; NaN for one <= 0 (SciPy raises)
         invalid = not_above(cov, 0)
         var = inside(invalid, cov, 1.0)
-        out = -0.5 * (sum_(diff * diff, axis=-1) / var + d * (_LOG_2PI + log(var)))
+        out = -0.5 * (sum_(diff * diff, axis=-1) / var + d * (_LOG_2PI + log_(var)))
         return undefined(invalid, out, sum_(x, axis=-1), cov)
     if allow_singular:
         return _logpdf_singular(diff, cov)
@@ -77,7 +77,7 @@ def entropy(mean=None, cov=1):
     if len(shape_of(cov)) == 0:  # cov * I of the mean's dimension (1 without a mean), as SciPy
         d = shape_of(mean)[-1] if mean is not None and len(shape_of(mean)) else 1
         invalid = not_above(cov, 0)
-        return undefined(invalid, 0.5 * d * (_LOG_2PI + 1 + log(inside(invalid, cov, 1.0))), cov)
+        return undefined(invalid, 0.5 * d * (_LOG_2PI + 1 + log_(inside(invalid, cov, 1.0))), cov)
     d = shape_of(cov)[-1]
     half_logdet = sum_(log(diagonal(cholesky(cov), axis1=-2, axis2=-1)), axis=-1)
     return 0.5 * d * (_LOG_2PI + 1) + half_logdet

@@ -14,6 +14,7 @@ import math
 
 from ...ops.elementwise import exp, floor, log, stop_gradient
 from .. import special
+from ..special import weakly
 from ._support import any_of, inside, not_above, outside, undefined
 
 __all__ = ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]
@@ -25,7 +26,7 @@ def logpmf(k, mu, loc=0):
     n = k - loc
     off = any_of(n < 0, floor(n) < n)  # negative or not an integer (NaN is neither: it stays NaN)
     n = inside(off, n, 0)
-    out = outside(off, special.xlogy(n, mu_) - mu_ - special.gammaln(n + 1))
+    out = outside(off, special.xlogy(n, mu_) - mu_ - weakly(special.gammaln, n + 1))
     return undefined(invalid, out, k, mu, loc)
 
 
@@ -41,7 +42,9 @@ def _tail(function, k, mu, loc, below_value, take_log=False):
     invalid = not_above(mu, 0, strict=False)
     n = stop_gradient(floor(k - loc))
     below = n < 0
-    out = function(inside(below, n, 0) + 1, inside(any_of(invalid, below), mu, 1.0))
+    # a Python mu has no slope to cut below the support: it stays as it is, weakly typed (float32 k, float32 cdf)
+    mu_ = inside(invalid if isinstance(mu, (int, float)) else any_of(invalid, below), mu, 1.0)
+    out = function(inside(below, n, 0) + 1, mu_)
     return undefined(invalid, outside(below, log(out) if take_log else out, below_value), mu)
 
 
