@@ -33,8 +33,9 @@ remat = checkpoint  # jax.remat
 from .function import Function, FunctionCtx
 from .custom import custom_jvp, custom_vjp, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from .static import (
-    Graph, Session, Variable, assign, constant, get_default_graph, global_variables, global_variables_initializer,
-    gradients, group, placeholder, reset_default_graph, trainable_variables,
+    Graph, InteractiveSession, Session, Variable, assign, constant, get_default_graph, get_default_session,
+    global_variables, global_variables_initializer, gradients, group, placeholder, reset_default_graph,
+    trainable_variables, variables_initializer,
 )
 from . import numpy  # noqa: E402
 from . import linalg
@@ -64,6 +65,9 @@ from .io import load, save
 from . import optim
 from . import autograd
 from . import lax
+from . import compat  # other libraries' namespaces: dagrad.compat.v1 is TensorFlow 1's
+from .compat.names import TOP_LEVEL as _TOP_LEVEL
+from .compat.names import missing as _missing
 from .torch_names import (  # PyTorch's names for the same functions
     allclose, as_tensor, bmm, cat, chunk, clamp, flatten, from_numpy, gather, index_select, is_tensor, masked_fill, mm,
     narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze,
@@ -82,3 +86,7 @@ int, long, bool = int32, int64, bool_  # noqa: A001
 # they shadow builtins in this module; and its other modules, importable as dagrad.test_util, dagrad.core, ...
 from . import core, extend, misc, test_util, tracer, util, vspace, wrap_util  # noqa: E402
 from .builtins import dict, isinstance, list, tuple  # noqa: E402, A001
+
+
+def __getattr__(name):  # a name of torch or jax that dagrad lacks: say what to use (compat/names.py)
+    raise _missing(__name__, name, "torch.{0} or jax.{0}", _TOP_LEVEL, "PyTorch' and 'JAX")

@@ -135,6 +135,10 @@ class Graph:
     def __exit__(self, *exc):
         graph_state.stack.pop()
 
+    def as_default(self):
+        """TF1's `with graph.as_default():`, the same as `with graph:`."""
+        return self
+
     def _add(self, node, name):
         if name is not None:
             base, k = str(name), 1
@@ -578,6 +582,8 @@ def _rule_input(a):
         return (complex if a._dtype.kind == "c" else float) if type(a) is WeakScalar else a._dtype
     if a is None or type(a) in (int, float, complex):
         return a if a is None else type(a)
+    if isinstance(a, (list, tuple)):  # a nested list of numbers: np.result_type reads a list as a record layout
+        return np.asarray(a).dtype
     return np.result_type(a)
 
 
