@@ -53,9 +53,11 @@ from .numpy import (  # every op under its NumPy name (the same functions as dag
 )
 from .ops.elementwise import stop_gradient
 from .factories import (  # PyTorch's factories (zeros_like, ones_like, full_like: the ops, with requires_grad=)
-    arange, device, empty, empty_like, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
-    randint, randint_like, randn, randn_like, zeros, zeros_like,
+    arange, device, empty, empty_like, eye, full, full_like, get_default_device, get_default_dtype, linspace,
+    manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like, set_default_device,
+    set_default_dtype, zeros, zeros_like,
 )
+from . import cuda  # torch.cuda's questions (is_available, device_count), answered through CuPy
 from .ops.shape import getitem, index_add, setitem
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
@@ -67,10 +69,10 @@ from . import autograd
 from . import lax
 from . import compat  # other libraries' namespaces: dagrad.compat.v1 is TensorFlow 1's
 from .compat.names import TOP_LEVEL as _TOP_LEVEL
-from .compat.names import missing as _missing
+from ._core.errors import missing_name as _missing
 from .torch_names import (  # PyTorch's names for the same functions
     allclose, as_tensor, bmm, cat, chunk, clamp, flatten, from_numpy, gather, index_select, is_tensor, masked_fill, mm,
-    narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze,
+    narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze, inference_mode, is_inference_mode_enabled,
 )
 
 jit = compile  # JAX's name for it (jax.jit)

@@ -131,3 +131,25 @@ def op_error(op_name: str, values, err: Exception) -> Exception:
     except Exception:
         kind = next(base for base in kind.__mro__ if base in (ValueError, TypeError, IndexError))
     return user_error(kind, op_name, str(err), *values)
+
+
+_COMING_FROM = "docs/coming-from.md"
+
+
+def missing_name(module, name, original, hints, section):
+    """The AttributeError for `module.name`. `original` names the other library's name ("TensorFlow 1's
+    tf.{}"); `hints[name]` says what to use instead (a pair (original, hint) where the original differs),
+    otherwise the message points to `section` of docs/coming-from.md. A hint may be a triple (original,
+    hint, section) in a table of several libraries' names."""
+    if name.startswith("__") and name.endswith("__"):  # Python's own probes (__wrapped__, __path__, ...)
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    hint = hints.get(name)
+    if isinstance(hint, tuple):  # (original, hint, section): a table of several libraries' names
+        original, hint, section = hint
+    original = original.format(name)
+    if hint is not None:
+        return AttributeError(f"module {module!r} has no attribute {name!r} ({original}): {hint} (see "
+                              f"{_COMING_FROM}, '{section}')")
+    return AttributeError(f"module {module!r} has no attribute {name!r}: if it is {original}, dagrad has no "
+                          f"counterpart of that name; {_COMING_FROM}, '{section}', lists the names dagrad has and "
+                          f"what to use instead")

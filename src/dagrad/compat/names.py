@@ -1,7 +1,7 @@
-"""The AttributeError for a name another library has and dagrad lacks: it names the original, dagrad's
-equivalent (or the section of docs/coming-from.md to read), never a bare "has no attribute". Each
-namespace that stands for another library's (`dagrad` for torch's and jax's, `dagrad.compat.v1` for
-TF1's, ...) raises it from its module `__getattr__`.
+"""The names of torch and jax that `dagrad` lacks, and what to use instead: the table of the package's
+module `__getattr__`, which raises `_core/errors.py missing_name`'s AttributeError (naming the original
+and dagrad's equivalent or the section of docs/coming-from.md, never a bare "has no attribute"), as
+every namespace standing for another library's does (`dagrad.compat.v1` for TF1's, `dagrad.cuda`, ...).
 
 >>> import dagrad as dg
 >>> dg.pmap  # doctest: +ELLIPSIS
@@ -11,28 +11,6 @@ AttributeError: module 'dagrad' has no attribute 'pmap' (JAX's jax.pmap): no mul
 """
 
 from __future__ import annotations
-
-DOCS = "docs/coming-from.md"
-
-
-def missing(module, name, original, hints, section):
-    """The AttributeError for `module.name`. `original` names the other library's name ("TensorFlow 1's
-    tf.{}"); `hints[name]` says what to use instead (a pair (original, hint) where the original differs),
-    otherwise the message points to `section` of docs/coming-from.md. A hint may be a triple (original,
-    hint, section) in a table of several libraries' names."""
-    if name.startswith("__") and name.endswith("__"):  # Python's own probes (__wrapped__, __path__, ...)
-        return AttributeError(f"module {module!r} has no attribute {name!r}")
-    hint = hints.get(name)
-    if isinstance(hint, tuple):  # (original, hint, section): a table of several libraries' names
-        original, hint, section = hint
-    original = original.format(name)
-    if hint is not None:
-        return AttributeError(f"module {module!r} has no attribute {name!r} ({original}): {hint} (see {DOCS}, "
-                              f"'{section}')")
-    return AttributeError(f"module {module!r} has no attribute {name!r}: if it is {original}, dagrad has no "
-                          f"counterpart of that name; {DOCS}, '{section}', lists the names dagrad has and what to "
-                          f"use instead")
-
 
 # names of torch and jax that `dagrad` itself lacks, and what to use (the top-level module's __getattr__)
 _TORCH = {
@@ -48,7 +26,6 @@ _TORCH = {
     "bfloat16": "NumPy has no bfloat16: use dg.float16 or dg.float32",
     "cfloat": "NumPy's name: dg.numpy.complex64",
     "cdouble": "NumPy's name: dg.numpy.complex128",
-    "inference_mode": "dg.no_grad()",
 }
 _JAX = {
     "pmap": "no multi-device mapping: use dg.vmap",

@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as dnp
+from ..._core.errors import missing_name as missing
 from ..._core.ir import Graph, get_default_graph, reset_default_graph
-from ...compat.names import missing
 from ...ops import elementwise as ew
 from ...ops.elementwise import stop_gradient
 from ...static import (

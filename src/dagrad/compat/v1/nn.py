@@ -12,8 +12,8 @@
 from __future__ import annotations
 
 from ... import numpy as dnp
+from ..._core.errors import missing_name as missing
 from ..._core.errors import user_error
-from ...compat.names import missing
 from ...nn import functional as F
 from ...ops import elementwise as ew
 from ...ops import reduce

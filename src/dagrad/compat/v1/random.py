@@ -7,7 +7,7 @@ True
 
 from __future__ import annotations
 
-from ...compat.names import missing
+from ..._core.errors import missing_name as missing
 from ._ops import random_normal as normal
 from ._ops import random_uniform as uniform
 from ._ops import set_random_seed, truncated_normal

@@ -21,9 +21,9 @@ import os
 import numpy as np
 
 from ... import numpy as dnp
+from ..._core.errors import missing_name as missing
 from ..._core.errors import user_error
 from ..._core.ir import Symbol
-from ...compat.names import missing
 from ...io import load, save
 from ...optim.optimizer import Optimizer as _Optimizer
 from ...optim.optimizer import _scalar
