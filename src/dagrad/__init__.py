@@ -58,6 +58,7 @@ from .factories import (  # PyTorch's factories (zeros_like, ones_like, full_lik
     set_default_dtype, zeros, zeros_like,
 )
 from . import cuda  # torch.cuda's questions (is_available, device_count), answered through CuPy
+from . import random, tree, tree_util  # JAX's key-based random numbers and pytree functions
 from .ops.shape import getitem, index_add, setitem
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
