@@ -253,3 +253,36 @@ def test_random_values_have_the_right_distributions():
 def test_random_errors(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+# ---------------------------------------------------------------- shape mismatches: JAX's TypeError, NumPy's ValueError
+
+
+def _placeholder_plus_four():
+    with dg.Graph():
+        return dg.placeholder((3,)) + np.ones(4)
+
+
+@pytest.mark.parametrize("call, op", [
+    (lambda: dg.numpy.add(np.ones(3), np.ones(4)), "add"),
+    (lambda: dg.ones(3) + dg.ones(4), "add"),
+    (lambda: dg.numpy.matmul(np.ones((2, 3)), np.ones((4, 5))), "matmul"),
+    (lambda: dg.numpy.reshape(dg.ones(6), (4,)), "reshape"),
+    (lambda: dg.numpy.concatenate([dg.ones((2, 3)), dg.ones((2, 4))]), "concatenate"),
+    (lambda: dg.grad(lambda x: dg.sum(x + np.ones(4)))(np.ones(3)), "add"),
+    (_placeholder_plus_four, "add"),
+])
+def test_a_shape_mismatch_is_a_type_error_as_in_jax_and_a_value_error_as_in_numpy(call, op):
+    with pytest.raises(TypeError) as info:
+        call()
+    assert isinstance(info.value, ValueError) and type(info.value) is dg.ShapeError
+    assert str(info.value).startswith(f"{op}:") and "test_jax_programs.py" in str(info.value)
+
+
+def test_other_errors_keep_their_kind():
+    with pytest.raises(TypeError) as info:
+        dg.numpy.add(np.ones(2), "a")
+    assert not isinstance(info.value, ValueError)
+    with pytest.raises(ValueError) as info:  # the shapes fit; the value does not
+        dg.numpy.reshape(dg.ones(6), (2, -1, -1))
+    assert not isinstance(info.value, TypeError)

@@ -15,6 +15,7 @@ from ._version import __version__
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
 from . import _methods  # noqa: F401  (binds Tensor's operators and methods to the ops)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
+from ._core.errors import ShapeError  # shapes that do not fit together: a ValueError (NumPy's) and a TypeError (JAX's)
 from .transforms import (
     elementwise_grad, grad, hessian, holomorphic_grad, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap,
 )

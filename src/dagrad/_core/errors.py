@@ -117,12 +117,21 @@ def user_error(kind, op, message, *operands):
     return err
 
 
-def op_error(op_name: str, values, err: Exception) -> Exception:
+class ShapeError(ValueError, TypeError):
+    """Operands whose shapes do not fit together (shapes that do not broadcast, a matmul's inner sizes, a
+    reshape's size): a ValueError, as NumPy raises it, and a TypeError, as JAX raises it, so that the
+    `except` of either's code catches it."""
+
+
+def op_error(op_name: str, values, err: Exception, kind=None) -> Exception:
     """Rewraps an exception raised inside an op's forward with the op, shapes and user line: of the
     same class when that class takes a message (LinAlgError stays LinAlgError), else the first
-    of IndexError / TypeError / ValueError among its ancestors (NumPy's UFuncTypeError is a TypeError)."""
+    of IndexError / TypeError / ValueError among its ancestors (NumPy's UFuncTypeError is a TypeError);
+    of class `kind` when given."""
     if getattr(err, "_dagrad_explained", False):
         return err.with_traceback(None)
+    if kind is not None:
+        return user_error(kind, op_name, str(err), *values)
     kind = type(err)
     if not issubclass(kind, (ValueError, TypeError, IndexError)):
         kind = ValueError

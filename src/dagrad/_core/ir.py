@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from .errors import _provenance, caller_line, op_error, printable, user_error, user_line
+from .errors import ShapeError, _provenance, caller_line, op_error, printable, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _leaf, next_seq
 
@@ -566,6 +566,8 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
     except Exception as err:
         described = ", ".join(str(tuple(s)) for s in shapes)
         kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+        if kind is ValueError:  # shapes that do not fit together: NumPy's ValueError, JAX's TypeError
+            kind = ShapeError
         message = str(err).removeprefix(f"{op.name}: ")
         if during is None:
             raise kind(printable(f"{op.name}: {message} (input shapes {described}) at {user_line()}")) from None
