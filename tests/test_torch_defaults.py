@@ -64,6 +64,8 @@ def test_set_default_dtype_makes_python_floats_and_the_factories_float32_as_torc
     assert dg.get_default_dtype() == np.float32
     assert dg.nn.Linear(2, 3).weight.dtype == np.float32  # the layers' parameters too, as torch's
     assert dg.nn.BatchNorm1d(3).running_mean.dtype == np.float32
+    assert dg.nn.LSTM(2, 3).weight_ih_l0.dtype == np.float32
+    assert dg.nn.MultiheadAttention(4, 2).in_proj_weight.dtype == np.float32
     # NumPy values keep their dtype; dagrad.numpy follows NumPy
     assert dg.tensor(np.zeros(2)).dtype == np.float64 and dg.tensor(np.float64(1.0)).dtype == np.float64
     assert dg.numpy.zeros(2).dtype == np.float64
