@@ -608,3 +608,25 @@ def test_tf1_reaches_the_default_graph_and_graph_as_default():
         x = tf.placeholder(tf.float32, shape=[None], name="x")
     assert x.graph is g and x.name == "x"
     tf.disable_v2_behavior()  # tensorflow.compat.v1's call: nothing to do
+
+
+def test_dropout_takes_a_placeholder_keep_prob_as_tf1_programs_feed_it():
+    with dg.Graph() as g:
+        x = tf.placeholder(tf.float32, [None, 2000])
+        keep_prob = tf.placeholder(tf.float32)
+        y = tf.nn.dropout(x, keep_prob)
+        (dx,) = tf.gradients(tf.reduce_sum(y), [x])
+        fixed = tf.nn.dropout(x, rate=0.25)
+        with pytest.raises(ValueError, match=r"keep_prob must be in \(0, 1\], got 1.5"):
+            tf.nn.dropout(x, 1.5)
+    ones = np.ones((3, 2000), np.float32)
+    with tf.Session(graph=g) as sess:
+        train, grad = sess.run([y, dx], {x: ones, keep_prob: 0.5})
+        again = sess.run(y, {x: ones, keep_prob: 0.5})
+        evaluate = sess.run(y, {x: ones, keep_prob: 1.0})
+        quarter = sess.run(fixed, {x: ones})
+    assert set(np.unique(train)) == {0.0, 2.0} and abs(train.mean() - 1) < 0.05 and train.dtype == np.float32
+    np.testing.assert_array_equal(grad, train)  # the gradient is the mask / keep_prob
+    assert not np.array_equal(train, again)  # a new mask at each run
+    np.testing.assert_array_equal(evaluate, ones)
+    assert abs((quarter == 0).mean() - 0.25) < 0.03

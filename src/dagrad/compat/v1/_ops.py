@@ -288,6 +288,21 @@ def _random(where, shape, dtype, kind, args, seed):
                                     "args": tuple(float(a) for a in args), "generator": _generator(seed)})
 
 
+def _uniform_like(like, generator):
+    gen = generator if generator is not None else default_generator()
+    return gen.random(np.shape(like)).astype(like.dtype)
+
+
+# uniform values in [0, 1) in the shape its input has when the graph runs (a batch of unknown size): dropout's
+_UNIFORM_LIKE = Op("tf_uniform_like", _uniform_like, None, None, lambda like, generator: like, False, random=True,
+                   dtype=lambda like, **attrs: np.dtype(like))
+
+
+def uniform_like(x, seed=None):
+    """A node drawing uniform values in [0, 1) of x's shape and dtype at each run."""
+    return apply(_UNIFORM_LIKE, (x,), {"generator": _generator(seed)})
+
+
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, name=None):
     """`tf.random_normal(shape, mean=0.0, stddev=1.0, dtype=tf.float32, seed=None)`: a node drawing new values
     at each run (as a Variable's initial value: drawn once, when the Variable is made)."""

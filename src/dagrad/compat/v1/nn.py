@@ -14,10 +14,12 @@ from __future__ import annotations
 from ... import numpy as dnp
 from ..._core.errors import missing_name as missing
 from ..._core.errors import user_error
+from ..._core.ir import Symbol
+from ..._core.shapes import dtype_of
 from ...nn import functional as F
 from ...ops import elementwise as ew
 from ...ops import reduce
-from ._ops import _axis, _unary, node
+from ._ops import _axis, _unary, node, uniform_like
 
 relu = _unary(ew.relu, "relu")
 sigmoid = _unary(ew.sigmoid, "sigmoid")
@@ -78,12 +80,17 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     """`tf.nn.dropout(x, keep_prob)` (or `rate=`, the probability to drop): each entry kept with probability
-    keep_prob and scaled by 1/keep_prob, a new mask at each run."""
+    keep_prob and scaled by 1/keep_prob, a new mask at each run. keep_prob may be a placeholder (fed 0.5 to
+    train and 1.0 to evaluate, TF1's habit)."""
     if (keep_prob is None) == (rate is None):
         raise user_error(ValueError, "dropout", "pass one of keep_prob and rate")
-    if noise_shape is not None or seed is not None:
-        raise user_error(TypeError, "dropout", "noise_shape= and seed= are not supported")
-    return F.dropout(x, float(rate) if keep_prob is None else 1.0 - float(keep_prob))
+    if noise_shape is not None:
+        raise user_error(TypeError, "dropout", "noise_shape= is not supported")
+    keep = 1 - rate if keep_prob is None else keep_prob
+    if not isinstance(keep, Symbol) and not 0 < float(keep) <= 1:
+        raise user_error(ValueError, "dropout", f"keep_prob must be in (0, 1], got {float(keep)}")
+    mask = ew.astype(ew.less(uniform_like(x, seed), keep), dtype_of(x))
+    return x * mask / keep
 
 
 def _labelled(where, labels, logits):
