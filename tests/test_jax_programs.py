@@ -88,6 +88,7 @@ def _tanh_squared(X):
     return dg.numpy.sum(dg.numpy.tanh(X) ** 2)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # the example's nan, on purpose
 def test_the_custom_derivative_examples_run_with_the_imports_changed(capsys):
     ns, printed = _run("custom_derivatives", capsys)
     values = [complex(p).real if not p.startswith("[") else None for p in printed]

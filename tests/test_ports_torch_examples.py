@@ -93,8 +93,8 @@ def test_the_tutorial_runs_with_the_import_line_changed_and_prints_torchs_number
     def reset_parameters(layer):
         weight, bias = next(layers)
         with torch.no_grad():
-            layer.weight.copy_(torch.from_numpy(weight))
-            layer.bias.copy_(torch.from_numpy(bias))
+            layer.weight.copy_(torch.tensor(weight))
+            layer.bias.copy_(torch.tensor(bias))
 
     monkeypatch.setattr(torch, "randn", randn)
     monkeypatch.setattr(torch.nn.Linear, "reset_parameters", reset_parameters)
