@@ -196,10 +196,16 @@ def test_vmap_compile_and_jacobian_of_complex_functions():
     np.testing.assert_allclose(dg.vmap(dg.grad(f))(zs), loop, rtol=1e-12)
     np.testing.assert_allclose(dg.compile(dg.vmap(dg.grad(f)))(zs), loop, rtol=1e-12)
     np.testing.assert_allclose(dg.compile(f)(zs[0]), f(zs[0]), rtol=1e-12)
-    # jacfwd of a complex-valued function: J t for a complex t, row by row
+    # jacfwd of a holomorphic function: J t for a complex t, row by row (JAX's holomorphic=True; without it,
+    # complex inputs are refused, as JAX does: a function that is not holomorphic has no complex Jacobian)
     g = lambda z: dg.sin(z) * z[0]  # noqa: E731
     t = _complex((3,), 13)
-    np.testing.assert_allclose(dg.jacfwd(g)(zs[0]) @ t, dg.jvp(g, (zs[0],), (t,))[1], rtol=1e-12)
+    np.testing.assert_allclose(dg.jacfwd(g, holomorphic=True)(zs[0]) @ t, dg.jvp(g, (zs[0],), (t,))[1], rtol=1e-12)
+    np.testing.assert_allclose(dg.jacrev(g, holomorphic=True)(zs[0]), dg.jacfwd(g, holomorphic=True)(zs[0]),
+                               rtol=1e-12)
+    with pytest.raises(TypeError, match="jacfwd: argument 0 has dtype complex128: jacfwd needs real inputs; for a "
+                                        "holomorphic function pass holomorphic=True"):
+        dg.jacfwd(g)(zs[0])
 
 
 def test_a_static_graph_with_a_complex_placeholder():

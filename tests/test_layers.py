@@ -22,11 +22,13 @@ LAYERS = [
     ("dagrad.function", 3), ("dagrad.custom", 3),
     ("dagrad.check", 3), ("dagrad.viz", 3), ("dagrad._methods", 3), ("dagrad._inplace", 3), ("dagrad.autograd", 3),
     ("dagrad.factories", 3), ("dagrad.torch_names", 3), ("dagrad.differential", 3),
+    ("dagrad.cuda", 3), ("dagrad.tree_util", 3), ("dagrad.tree", 3), ("dagrad.random", 3),  # torch's and JAX's names
     # HIPS autograd's module names (issue 16): thin layers over the modules above
     ("dagrad.vspace", 3), ("dagrad.wrap_util", 3), ("dagrad.test_util", 3), ("dagrad.builtins", 3),
     ("dagrad.tracer", 3), ("dagrad.core", 3), ("dagrad.extend", 3), ("dagrad.misc", 3), ("dagrad.util", 3),
     ("dagrad.nn", 4), ("dagrad.nn.recurrent", 4), ("dagrad.nn.attention", 4), ("dagrad.nn.transformer", 4),
     ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4), ("dagrad.utils", 4),
+    ("dagrad.compat", 4),  # other libraries' namespaces (TF1's tf) over static graphs, nn and optim
     ("dagrad.demo", 5), ("dagrad.__main__", 5),  # applications of the whole library
     ("dagrad", 5),  # the package's face: it re-exports everything
 ]

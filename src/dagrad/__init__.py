@@ -15,6 +15,7 @@ from ._version import __version__
 from . import ops  # noqa: F401  (declares every op before anything else uses them)
 from . import _methods  # noqa: F401  (binds Tensor's operators and methods to the ops)
 from ._core.anomaly import detect_anomaly, is_anomaly_enabled
+from ._core.errors import ShapeError  # shapes that do not fit together: a ValueError (NumPy's) and a TypeError (JAX's)
 from .transforms import (
     elementwise_grad, grad, hessian, holomorphic_grad, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap,
 )
@@ -33,8 +34,9 @@ remat = checkpoint  # jax.remat
 from .function import Function, FunctionCtx
 from .custom import custom_jvp, custom_vjp, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from .static import (
-    Graph, Session, Variable, assign, constant, get_default_graph, global_variables, global_variables_initializer,
-    gradients, group, placeholder, reset_default_graph, trainable_variables,
+    Graph, InteractiveSession, Session, Variable, assign, constant, get_default_graph, get_default_session,
+    global_variables, global_variables_initializer, gradients, group, placeholder, reset_default_graph,
+    trainable_variables, variables_initializer,
 )
 from . import numpy  # noqa: E402
 from . import linalg
@@ -52,9 +54,12 @@ from .numpy import (  # every op under its NumPy name (the same functions as dag
 )
 from .ops.elementwise import stop_gradient
 from .factories import (  # PyTorch's factories (zeros_like, ones_like, full_like: the ops, with requires_grad=)
-    arange, device, empty, empty_like, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
-    randint, randint_like, randn, randn_like, zeros, zeros_like,
+    arange, device, empty, empty_like, eye, full, full_like, get_default_device, get_default_dtype, linspace,
+    manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like, set_default_device,
+    set_default_dtype, zeros, zeros_like,
 )
+from . import cuda  # torch.cuda's questions (is_available, device_count), answered through CuPy
+from . import random, tree, tree_util  # JAX's key-based random numbers and pytree functions
 from .ops.shape import getitem, index_add, setitem
 from .numpy import diag, diagonal, dot, einsum, inner, norm, outer, tensordot, trace, vdot
 from .viz import draw, listing, to_dot
@@ -64,9 +69,12 @@ from .io import load, save
 from . import optim
 from . import autograd
 from . import lax
+from . import compat  # other libraries' namespaces: dagrad.compat.v1 is TensorFlow 1's
+from .compat.names import TOP_LEVEL as _TOP_LEVEL
+from ._core.errors import missing_name as _missing
 from .torch_names import (  # PyTorch's names for the same functions
     allclose, as_tensor, bmm, cat, chunk, clamp, flatten, from_numpy, gather, index_select, is_tensor, masked_fill, mm,
-    narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze,
+    narrow, neg, numel, permute, pow, set_grad_enabled, t, unsqueeze, inference_mode, is_inference_mode_enabled,
 )
 
 jit = compile  # JAX's name for it (jax.jit)
@@ -82,3 +90,7 @@ int, long, bool = int32, int64, bool_  # noqa: A001
 # they shadow builtins in this module; and its other modules, importable as dagrad.test_util, dagrad.core, ...
 from . import core, extend, misc, test_util, tracer, util, vspace, wrap_util  # noqa: E402
 from .builtins import dict, isinstance, list, tuple  # noqa: E402, A001
+
+
+def __getattr__(name):  # a name of torch or jax that dagrad lacks: say what to use (compat/names.py)
+    raise _missing(__name__, name, "torch.{0} or jax.{0}", _TOP_LEVEL, "PyTorch' and 'JAX")

@@ -12,13 +12,14 @@ from . import numpy as dnp
 from ._core.autodiff import backward
 from ._core.backends import has_unknown_size, unknown_size_error
 from ._core.errors import user_error
-from ._core.ir import Graph
+from ._core.ir import Graph, Symbol
 from ._core.shapes import normalize_axis, normalize_axis_index
 from ._core.tensor import Tensor
 from .ops import elementwise as ew
 from .ops import linalg, reduce
 from .ops import nn as nn_ops
 from .ops import shape as sh
+from .static.session import evaluate, run_node
 from .viz import repr_svg
 
 
@@ -47,6 +48,7 @@ for _name, _function in _OPERATORS.items():
     setattr(Tensor, f"__{_name}__", _function)
 
 Tensor.backward = backward
+Symbol.eval, Symbol.run = evaluate, run_node  # TF1's Tensor.eval and Operation.run, with the default session
 # in place, with PyTorch's rules (see _inplace.py)
 for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__setitem__", "add_", "sub_", "mul_",
               "div_", "fill_", "zero_", "copy_", "clamp_", "data"):

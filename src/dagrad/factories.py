@@ -22,8 +22,11 @@ True
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
+from ._core.dtypes import default_float, set_default_float
 from ._core.errors import user_error
 from ._core.random import as_generator, manual_seed
 from ._core.shapes import as_index, is_sequence
@@ -35,6 +38,7 @@ from .ops import elementwise as _ew
 __all__ = [
     "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand", "randn", "randint",
     "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "manual_seed",
+    "set_default_dtype", "get_default_dtype", "set_default_device", "get_default_device",
 ]
 
 
@@ -43,6 +47,57 @@ def _device(device, where):
     """PyTorch's `device=`: dagrad computes on the CPU (NumPy) only."""
     if device is not None and str(device).split(":")[0] != "cpu":
         raise user_error(ValueError, where, f"dagrad computes on the CPU only, got device={device!r}")
+
+
+def set_default_device(device):
+    """`torch.set_default_device`: dagrad's factories make NumPy arrays, on the CPU, so "cpu" (or None) is the
+    one default they take. "cuda" needs CuPy, an optional extra (an ImportError says how to install it);
+    with CuPy, GPU tensors are made from CuPy arrays, `dg.tensor(cupy.asarray(x))` (docs/backends.md), and
+    a GPU as the factories' default is refused.
+
+    >>> set_default_device("cpu"); get_default_device()
+    'cpu'
+    """
+    name = "cpu" if device is None else str(device)
+    kind = name.split(":")[0]
+    if kind == "cuda":
+        if importlib.util.find_spec("cupy") is None:
+            raise user_error(ImportError, "set_default_device", f"device {name!r} needs CuPy, an optional extra: "
+                             "pip install 'dagrad[cupy]'")
+        raise user_error(ValueError, "set_default_device", f"dagrad's factories make NumPy arrays, on the CPU, so "
+                         f"{name!r} cannot be their default; make GPU tensors from CuPy arrays, "
+                         "dg.tensor(cupy.asarray(x)) (docs/backends.md, 'CuPy')")
+    _device(name, "set_default_device")
+
+
+def get_default_device():
+    """`torch.get_default_device`: where the factories make tensors, "cpu"."""
+    return "cpu"
+
+
+def set_default_dtype(dtype):
+    """`torch.set_default_dtype`: the dtype of the floats the factories make (`dg.zeros`, `dg.rand`, ...,
+    `dg.full` and `dg.arange` of Python floats) and of `dg.tensor` of Python floats (complex numbers take
+    the matching complex dtype), float64 until changed (NumPy's, where PyTorch's is float32). NumPy arrays
+    and the functions of `dagrad.numpy` keep NumPy's dtypes. Process-wide, as PyTorch's.
+
+    >>> import dagrad as dg, numpy as np
+    >>> dg.set_default_dtype(dg.float32)
+    >>> dg.tensor([1.5]).dtype, dg.zeros(2).dtype, dg.tensor(np.zeros(2)).dtype
+    (dtype('float32'), dtype('float32'), dtype('float64'))
+    >>> dg.set_default_dtype(dg.float64); dg.get_default_dtype()
+    dtype('float64')
+    """
+    dtype = _dtype(dtype, "set_default_dtype")
+    if dtype.kind != "f":
+        raise user_error(TypeError, "set_default_dtype", f"only floating-point types are supported as the default "
+                         f"type, got {dtype}")
+    set_default_float(dtype)
+
+
+def get_default_dtype():
+    """`torch.get_default_dtype`: the dtype `set_default_dtype` set (float64 until then)."""
+    return default_float()
 
 
 def device(name="cpu"):
@@ -117,8 +172,8 @@ def _generator(generator, where):
                      f"{type(generator).__name__}")
 
 
-def _float_dtype(dtype, where, default="float64", hint="use dg.randint for integers"):
-    dtype = _dtype(dtype, where, default)
+def _float_dtype(dtype, where, hint="use dg.randint for integers"):
+    dtype = _dtype(dtype, where, default_float())
     if dtype.kind != "f":
         raise user_error(TypeError, where, f"dtype {dtype} is not a floating-point dtype ({where} draws "
                          f"floating-point values; {hint})")
@@ -133,7 +188,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
     (2, 3)
     """
     _device(device, "zeros")
-    dtype = _dtype(dtype, "zeros", np.float64)
+    dtype = _dtype(dtype, "zeros", default_float())
     return _make(np.zeros(_shape(size, "zeros"), dtype), requires_grad, "zeros")
 
 
@@ -144,7 +199,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
     tensor([1, 1, 1], dtype=int32)
     """
     _device(device, "ones")
-    dtype = _dtype(dtype, "ones", np.float64)
+    dtype = _dtype(dtype, "ones", default_float())
     return _make(np.ones(_shape(size, "ones"), dtype), requires_grad, "ones")
 
 
@@ -155,7 +210,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     (2, 2)
     """
     _device(device, "empty")
-    dtype = _dtype(dtype, "empty", np.float64)
+    dtype = _dtype(dtype, "empty", default_float())
     return _make(np.empty(_shape(size, "empty"), dtype), requires_grad, "empty")
 
 
@@ -171,6 +226,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     shape = _size((size,), "full")
     dtype = _dtype(dtype, "full")
     fill = _real(fill_value, "the fill value", "full")
+    if dtype is None and isinstance(fill_value, float):  # a Python float: the default dtype, as torch.full
+        dtype = default_float()
     return _make(np.full(shape, fill, dtype), requires_grad, "full")
 
 
@@ -184,13 +241,17 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     _device(device, "arange")
     if end is None:
         start, end = 0, start
+    given = (start, end, step)
     start, end, step = (_real(v, what, "arange") for v, what in ((start, "start"), (end, "end"), (step, "step")))
     if step == 0:
         raise user_error(ValueError, "arange", "step must be nonzero")
     for v, what in ((start, "start"), (end, "end"), (step, "step")):
         if not np.isfinite(v):
             raise user_error(ValueError, "arange", f"{what} must be finite, got {v!r}")
-    value = np.arange(start, end, step, dtype=_dtype(dtype, "arange"))
+    dtype = _dtype(dtype, "arange")
+    if dtype is None and any(isinstance(v, float) for v in given):  # Python floats: the default dtype, as torch
+        dtype = default_float()
+    value = np.arange(start, end, step, dtype=dtype)
     return _make(value, requires_grad, "arange")
 
 
@@ -205,7 +266,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     steps = as_index(steps, "linspace", "steps")
     if steps < 0:
         raise user_error(ValueError, "linspace", f"steps must be >= 0, got {steps}")
-    value = np.linspace(start, end, steps, dtype=_dtype(dtype, "linspace", np.float64))
+    value = np.linspace(start, end, steps, dtype=_dtype(dtype, "linspace", default_float()))
     return _make(value, requires_grad, "linspace")
 
 
@@ -218,7 +279,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """
     _device(device, "eye")
     dims = _size((n,) if m is None else (n, m), "eye")
-    value = np.eye(dims[0], dims[-1], dtype=_dtype(dtype, "eye", np.float64))
+    value = np.eye(dims[0], dims[-1], dtype=_dtype(dtype, "eye", default_float()))
     return _make(value, requires_grad, "eye")
 
 

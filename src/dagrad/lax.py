@@ -14,7 +14,7 @@ array([1., 4., 9.])
 
 from __future__ import annotations
 
-from ._core.errors import user_error
+from ._core.errors import missing_name, user_error
 from .control import cond, fori_loop, scan, while_loop
 from .ops.elementwise import clip, stop_gradient, where
 
@@ -60,3 +60,16 @@ def select(pred, on_true, on_false):
     """`on_true` where `pred` holds, else `on_false`, elementwise: `jax.lax.select` (`np.where`)."""
     return where(pred, on_true, on_false)
 
+
+_HINTS = {
+    "dot_general": "use dg.einsum or dg.tensordot",
+    "conv_general_dilated": "dg.nn.functional.conv2d (NCHW input, OIHW weights)",
+    "associative_scan": "use lax.scan (sequential)",
+    "dynamic_slice": "index the array: x[start:start + size]",
+    "dynamic_update_slice": "dg.setitem(x, index, update)",
+    "optimization_barrier": "dg.checkpoint's recomputation keeps its own barrier (docs/checkpoint.md)",
+}
+
+
+def __getattr__(name):
+    raise missing_name(__name__, name, "JAX's jax.lax.{}", _HINTS, "JAX")

@@ -16,13 +16,13 @@ import numpy as np
 
 from ._core.errors import user_error
 from ._core.shapes import normalize_axis_index
-from ._core.tensor import Tensor, _leaf, enable_grad, no_grad, tensor
+from ._core.tensor import Tensor, _leaf, _SetGradMode, enable_grad, is_grad_enabled, no_grad, tensor
 from .ops import elementwise as ew
 from .ops import linalg, shape
 
 __all__ = ["mm", "bmm", "cat", "clamp", "flatten", "unsqueeze", "t", "numel", "permute", "narrow", "chunk",
            "gather", "index_select", "masked_fill", "neg", "pow", "from_numpy", "as_tensor", "is_tensor",
-           "set_grad_enabled", "allclose"]
+           "set_grad_enabled", "inference_mode", "is_inference_mode_enabled", "allclose"]
 
 
 def _ranked(name, rank, *xs):
@@ -141,9 +141,21 @@ def is_tensor(x):
 
 class set_grad_enabled:  # noqa: N801  (PyTorch's name)
     """Turns recording on or off, as `torch.set_grad_enabled`: at once when called, and back to the
-    previous mode at the end of a `with` block."""
+    previous mode at the end of a `with` block; as a decorator (`@dg.set_grad_enabled(False)`), the mode
+    comes back at once and each call of the function runs in `mode`.
+
+    >>> import dagrad as dg
+    >>> @dg.set_grad_enabled(False)
+    ... def double(t):
+    ...     return t * 2
+    >>> double(dg.ones(2, requires_grad=True)).requires_grad, dg.is_grad_enabled()
+    (False, True)
+    """
 
     def __init__(self, mode):
+        if not isinstance(mode, (bool, np.bool_)):
+            raise user_error(TypeError, "set_grad_enabled", f"mode must be True or False, got {type(mode).__name__}")
+        self._flag = bool(mode)
         self._mode = (enable_grad if mode else no_grad)()
         self._mode.__enter__()
 
@@ -152,6 +164,43 @@ class set_grad_enabled:  # noqa: N801  (PyTorch's name)
 
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
+
+    def __call__(self, func):
+        self._mode.__exit__()
+        return (enable_grad if self._flag else no_grad)()(func)
+
+
+class inference_mode(_SetGradMode):  # noqa: N801  (PyTorch's name)
+    """`torch.inference_mode(mode=True)`: as `dg.no_grad` (dagrad has no separate inference tensors: a
+    tensor made inside may later be used where gradients are recorded); `mode=False` leaves grad mode as it
+    is. A context manager and a decorator, with or without the call.
+
+    >>> import dagrad as dg
+    >>> with dg.inference_mode():
+    ...     y = dg.ones(2, requires_grad=True) * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        self._on = True if callable(mode) else bool(mode)
+        return self(mode) if callable(mode) else self  # @dg.inference_mode, without the call: decorates
+
+    def __enter__(self):
+        self._previous = is_grad_enabled()
+        if self._on:
+            super().__enter__()
+
+    def _fresh(self):
+        return type(self)(self._on)
+
+    _mode = False
+
+
+def is_inference_mode_enabled():
+    """Whether recording is off (`inference_mode` is `no_grad` in dagrad)."""
+    return not is_grad_enabled()
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):

@@ -162,11 +162,13 @@ def _argnums(f, argnums, argnum, where):
     return _checked(f, argnum, where, "argnum")
 
 
-def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
+def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False, *, argnum=None):
     """Returns a function computing `(f(*args), gradient of f at args)`.
 
     With `has_aux=True` (JAX's), `f` returns a pair `(value, aux)`; the result is
-    `((value, aux), gradient)`, `aux` not differentiated. `argnum` is autograd's name for `argnums`.
+    `((value, aux), gradient)`, `aux` not differentiated. With `holomorphic=True` (JAX's), `f` has
+    complex inputs and a complex output and the gradient is its complex derivative f'(z) (see
+    `holomorphic_grad`). `argnum` is autograd's name for `argnums`.
 
     >>> import numpy as np
     >>> value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
@@ -174,7 +176,10 @@ def value_and_grad(f, argnums=0, has_aux=False, *, argnum=None):
     >>> value_and_grad(lambda x: ((x ** 2).sum(), x * 10), has_aux=True)(np.array([1.0, 2.0]))
     ((np.float64(5.0), array([10., 20.])), array([2., 4.]))
     """
-    return _value_and_grad(f, _argnums(f, argnums, argnum, "value_and_grad"), has_aux, "value_and_grad")
+    argnums = _argnums(f, argnums, argnum, "value_and_grad")
+    if holomorphic:
+        return _holomorphic_value_and_grad(f, argnums, has_aux, "value_and_grad")
+    return _value_and_grad(f, argnums, has_aux, "value_and_grad")
 
 
 def _value_and_grad(f, argnums, has_aux, where):
@@ -207,9 +212,11 @@ def _value_and_grad(f, argnums, has_aux, where):
     return value_and_grad_f
 
 
-def grad(f, argnums=0, has_aux=False, *, argnum=None):
+def grad(f, argnums=0, has_aux=False, holomorphic=False, *, argnum=None):
     """Returns a function computing the gradient of scalar-valued `f` (with `has_aux=True`, JAX's: `f`
-    returns `(value, aux)` and the result is `(gradient, aux)`). `argnum` is autograd's name for `argnums`.
+    returns `(value, aux)` and the result is `(gradient, aux)`; with `holomorphic=True`, JAX's: the complex
+    derivative f'(z) of a holomorphic `f`, see `holomorphic_grad`). `argnum` is autograd's name for
+    `argnums`.
 
     Results are NumPy arrays for array inputs and Tensors for Tensor inputs, so
     transforms nest:
@@ -219,8 +226,14 @@ def grad(f, argnums=0, has_aux=False, *, argnum=None):
     np.float64(12.0)
     >>> grad(grad(lambda x: x ** 3))(2.0)
     np.float64(12.0)
+    >>> grad(lambda z: z ** 2, holomorphic=True)(1.0 + 2.0j)
+    np.complex128(2+4j)
     """
-    vg = _value_and_grad(f, _argnums(f, argnums, argnum, "grad"), has_aux, "grad")
+    argnums = _argnums(f, argnums, argnum, "grad")
+    if holomorphic:
+        vg = _holomorphic_value_and_grad(f, argnums, has_aux, "grad")
+    else:
+        vg = _value_and_grad(f, argnums, has_aux, "grad")
 
     def grad_f(*args, **kwargs):
         value, gradient = vg(*args, **kwargs)
@@ -239,29 +252,58 @@ def holomorphic_grad(f, argnums=0):
     >>> holomorphic_grad(lambda z: z * (1.0 + 0.2j))(1.0 + 0.0j)
     np.complex128(1+0.2j)
     """
-    argnums = _checked(f, argnums, "holomorphic_grad")
-
-    def real_part(*args, **kwargs):
-        out = f(*args, **kwargs)
-        if _dtype(out).kind != "c":
-            raise user_error(TypeError, "holomorphic_grad", f"the function's output has dtype {_dtype(out)}: "
-                             "holomorphic_grad differentiates functions with complex outputs (use dg.grad for a "
-                             "real output)")
-        return real(out)
-
-    g = _value_and_grad(real_part, argnums, False, "holomorphic_grad")
+    vg = _holomorphic_value_and_grad(f, _checked(f, argnums, "holomorphic_grad"), False, "holomorphic_grad")
 
     def holomorphic_grad_f(*args, **kwargs):
-        _, nums = _normalize_argnums(argnums, len(args), "holomorphic_grad")
-        for n in nums:
-            for leaf in tree_flatten(args[n])[0]:
-                if _dtype(leaf).kind != "c":
-                    raise user_error(TypeError, "holomorphic_grad", f"argument {n} has dtype {_dtype(leaf)}: "
-                                     "holomorphic_grad needs complex inputs (pass x + 0j)")
-        return g(*args, **kwargs)[1]
+        return vg(*args, **kwargs)[1]
 
     _name(holomorphic_grad_f, "holomorphic_grad", f)
     return holomorphic_grad_f
+
+
+def _complex_inputs(args, argnums, where):
+    """Refuses a real differentiated input of a holomorphic transform, as JAX does."""
+    _, nums = _normalize_argnums(argnums, len(args), where)
+    for n in nums:
+        for leaf in tree_flatten(args[n])[0]:
+            if _dtype(leaf).kind != "c":
+                raise user_error(TypeError, where, f"argument {n} has dtype {_dtype(leaf)}: holomorphic "
+                                 "differentiation needs complex inputs (pass x + 0j)")
+
+
+def _complex_output(out, where):
+    if _dtype(out).kind != "c":
+        raise user_error(TypeError, where, f"the function's output has dtype {_dtype(out)}: holomorphic "
+                         "differentiation needs complex outputs (without holomorphic=True, dg.grad differentiates "
+                         "a real output)")
+
+
+def _holomorphic_value_and_grad(f, argnums, has_aux, where):
+    """value_and_grad of a holomorphic `f`: the gradient of Re(f), which the Cauchy-Riemann equations make
+    f'(z), with f's complex value (and aux)."""
+
+    def real_part(*args, **kwargs):
+        out = f(*args, **kwargs)
+        aux = None
+        if has_aux:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise user_error(TypeError, where, f"with has_aux=True the function must return a pair (value, "
+                                 f"aux), got {type(out).__name__}")
+            out, aux = out
+        if isinstance(out, (list, tuple, dict)):
+            raise user_error(TypeError, where, f"the function must return a scalar, got a {type(out).__name__}")
+        _complex_output(out, where)
+        return real(out), (out, aux)
+
+    vg = _value_and_grad(real_part, argnums, True, where)
+
+    def holomorphic_value_and_grad_f(*args, **kwargs):
+        _complex_inputs(args, argnums, where)
+        (_, (value, aux)), gradient = vg(*args, **kwargs)
+        return ((value, aux) if has_aux else value), gradient
+
+    _name(holomorphic_value_and_grad_f, "value_and_grad", f)
+    return holomorphic_value_and_grad_f
 
 
 def vjp(f, *primals):
@@ -370,9 +412,11 @@ def _block(batched, out_shape, in_shape, original, position):
     return block
 
 
-def jacobian(f, argnums=0):
+def jacobian(f, argnums=0, has_aux=False, holomorphic=False):
     """Reverse-mode Jacobian: shape `out.shape + in.shape`, one vjp per output element, all of them at
-    once through `vmap` (the cotangents are the rows of an identity matrix).
+    once through `vmap` (the cotangents are the rows of an identity matrix). As JAX's `jacrev`, the
+    outputs must be real, unless `holomorphic=True`: then inputs and outputs are complex and the result
+    is the complex Jacobian df/dz of a holomorphic `f` (`has_aux=True` is refused).
 
     With a tuple `argnums` each result is a tuple (one per argument). Inputs and outputs may be
     pytrees (nested lists, tuples, dicts), as in `jax.jacrev`: the result is the outputs' tree
@@ -387,15 +431,21 @@ def jacobian(f, argnums=0):
            [0., 3.]])
     """
     argnums = _checked(f, argnums, "jacobian")
+    _no_aux(has_aux, "jacobian")
 
     def jacobian_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), "jacobian")
+        if holomorphic:
+            _complex_inputs(args, argnums, "jacobian")
         inputs = [_input_leaves(args[n], "jacobian") for n in nums]
         originals = [tree_flatten(args[n])[0] for n in nums]
         traced = _Traced(f, args, nums, "jacobian")
         out_leaves, out_def = tree_flatten(traced.out)
         for o in out_leaves:
-            check_numeric(o, "jacobian", "the function's outputs", real_float=True)
+            if holomorphic:
+                _complex_output(o, "jacobian")
+            else:
+                check_numeric(o, "jacobian", "the function's outputs", real_float=True)
         results = []
         for out in out_leaves:
             shape, dtype = _shape(out), _dtype(out)
@@ -418,25 +468,46 @@ def jacobian(f, argnums=0):
 jacrev = jacobian  # JAX's name
 
 
-def jacfwd(f, argnums=0):
+def _no_aux(has_aux, where):
+    if has_aux:
+        raise user_error(TypeError, where, "has_aux=True is not supported: return the auxiliary values from a "
+                         "second function, or use dg.vjp / dg.jvp with the pair")
+
+
+def jacfwd(f, argnums=0, has_aux=False, holomorphic=False):
     """Forward-mode Jacobian: shape `out.shape + in.shape`, one jvp per input element, all of them at
     once through `vmap` (the tangents are the rows of an identity matrix).
 
-    Results are arranged as in `jacobian` (pytrees of inputs and outputs too).
+    Results are arranged as in `jacobian` (pytrees of inputs and outputs too). As JAX's, the inputs
+    must be real, unless `holomorphic=True`: then inputs and outputs are complex and the result is the
+    complex Jacobian df/dz of a holomorphic `f` (along complex directions, a function that is not
+    holomorphic has no such Jacobian: use dg.jvp). `has_aux=True` is refused.
 
     >>> import numpy as np
     >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
     array([[2., 0.],
            [0., 4.]])
     """
-    return _jacfwd(f, _checked(f, argnums, "jacfwd"), "jacfwd")
+    argnums = _checked(f, argnums, "jacfwd")
+    _no_aux(has_aux, "jacfwd")
+    return _jacfwd(f, argnums, "jacfwd", holomorphic)
 
 
-def _jacfwd(f, argnums, where):
+def _jacfwd(f, argnums, where, holomorphic=False):
     """jacfwd of checked argnums; `where` names the transform the user called in its errors."""
 
     def jacfwd_f(*args):
         single, nums = _normalize_argnums(argnums, len(args), where)
+        if holomorphic:
+            _complex_inputs(args, argnums, where)
+        else:
+            for n in nums:
+                for leaf in tree_flatten(args[n])[0]:
+                    if _dtype(leaf).kind == "c":  # as JAX: complex unit tangents suit holomorphic functions only
+                        raise user_error(TypeError, where, f"argument {n} has dtype {_dtype(leaf)}: {where} needs "
+                                         "real inputs; for a holomorphic function pass holomorphic=True, for "
+                                         "another function of complex inputs use dg.jvp along the directions "
+                                         "you need")
         inputs = [_input_leaves(args[n], "jacfwd") for n in nums]
         originals = [tree_flatten(args[n])[0] for n in nums]
         columns = []  # per argument, per input leaf: the output tangent leaves, batched over the leaf's elements
@@ -460,6 +531,9 @@ def _jacfwd(f, argnums, where):
         if out is None:  # every differentiated argument is empty
             out = f(*args)
         out_leaves, out_def = tree_flatten(out)
+        if holomorphic:
+            for o in out_leaves:
+                _complex_output(o, where)
         results = []
         for o_index, o in enumerate(out_leaves):
             shape = _shape(o)
@@ -478,8 +552,9 @@ def _jacfwd(f, argnums, where):
     return jacfwd_f
 
 
-def hessian(f, argnums=0):
-    """Hessian of scalar `f`, forward-over-reverse (`jacfwd(grad(f))`), as in JAX.
+def hessian(f, argnums=0, has_aux=False, holomorphic=False):
+    """Hessian of scalar `f`, forward-over-reverse (`jacfwd(grad(f))`), as in JAX (with `holomorphic=True`,
+    of a holomorphic `f`: the second complex derivative; `has_aux=True` is refused).
 
     >>> import numpy as np
     >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
@@ -487,12 +562,16 @@ def hessian(f, argnums=0):
            [ 0., 12.]])
     """
     argnums = _checked(f, argnums, "hessian")
-    vg = _value_and_grad(f, argnums, False, "hessian")
+    _no_aux(has_aux, "hessian")
+    if holomorphic:
+        vg = _holomorphic_value_and_grad(f, argnums, False, "hessian")
+    else:
+        vg = _value_and_grad(f, argnums, False, "hessian")
 
     def gradient(*args, **kwargs):
         return vg(*args, **kwargs)[1]
 
-    h = _jacfwd(gradient, argnums, "hessian")
+    h = _jacfwd(gradient, argnums, "hessian", holomorphic)
     _name(h, "hessian", f)
     return h
 

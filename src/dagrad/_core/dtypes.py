@@ -11,6 +11,23 @@ from __future__ import annotations
 
 import numpy as np
 
+_default_float = [np.dtype(np.float64)]  # dg.set_default_dtype's: process-wide, as torch's
+
+
+def default_float():
+    """The dtype of tensors made from Python floats and of the factories' floats (`dg.set_default_dtype`)."""
+    return _default_float[0]
+
+
+def set_default_float(dtype):
+    _default_float[0] = np.dtype(dtype)
+
+
+def default_complex():
+    """The complex dtype that goes with `default_float()` (complex64 for float32 and float16), as torch's."""
+    return np.dtype(np.complex128) if _default_float[0] == np.float64 else np.dtype(np.complex64)
+
+
 _WEAK = {int: 0, float: 0.0, complex: 0j}  # a Python type stands for a weakly typed value of it
 _INT = np.dtype(np.int_)
 _UINT = np.dtype(np.uint)

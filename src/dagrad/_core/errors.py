@@ -117,12 +117,21 @@ def user_error(kind, op, message, *operands):
     return err
 
 
-def op_error(op_name: str, values, err: Exception) -> Exception:
+class ShapeError(ValueError, TypeError):
+    """Operands whose shapes do not fit together (shapes that do not broadcast, a matmul's inner sizes, a
+    reshape's size): a ValueError, as NumPy raises it, and a TypeError, as JAX raises it, so that the
+    `except` of either's code catches it."""
+
+
+def op_error(op_name: str, values, err: Exception, kind=None) -> Exception:
     """Rewraps an exception raised inside an op's forward with the op, shapes and user line: of the
     same class when that class takes a message (LinAlgError stays LinAlgError), else the first
-    of IndexError / TypeError / ValueError among its ancestors (NumPy's UFuncTypeError is a TypeError)."""
+    of IndexError / TypeError / ValueError among its ancestors (NumPy's UFuncTypeError is a TypeError);
+    of class `kind` when given."""
     if getattr(err, "_dagrad_explained", False):
         return err.with_traceback(None)
+    if kind is not None:
+        return user_error(kind, op_name, str(err), *values)
     kind = type(err)
     if not issubclass(kind, (ValueError, TypeError, IndexError)):
         kind = ValueError
@@ -131,3 +140,25 @@ def op_error(op_name: str, values, err: Exception) -> Exception:
     except Exception:
         kind = next(base for base in kind.__mro__ if base in (ValueError, TypeError, IndexError))
     return user_error(kind, op_name, str(err), *values)
+
+
+_COMING_FROM = "docs/coming-from.md"
+
+
+def missing_name(module, name, original, hints, section):
+    """The AttributeError for `module.name`. `original` names the other library's name ("TensorFlow 1's
+    tf.{}"); `hints[name]` says what to use instead (a pair (original, hint) where the original differs),
+    otherwise the message points to `section` of docs/coming-from.md. A hint may be a triple (original,
+    hint, section) in a table of several libraries' names."""
+    if name.startswith("__") and name.endswith("__"):  # Python's own probes (__wrapped__, __path__, ...)
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    hint = hints.get(name)
+    if isinstance(hint, tuple):  # (original, hint, section): a table of several libraries' names
+        original, hint, section = hint
+    original = original.format(name)
+    if hint is not None:
+        return AttributeError(f"module {module!r} has no attribute {name!r} ({original}): {hint} (see "
+                              f"{_COMING_FROM}, '{section}')")
+    return AttributeError(f"module {module!r} has no attribute {name!r}: if it is {original}, dagrad has no "
+                          f"counterpart of that name; {_COMING_FROM}, '{section}', lists the names dagrad has and "
+                          f"what to use instead")

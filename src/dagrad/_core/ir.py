@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from .errors import _provenance, caller_line, op_error, printable, user_error, user_line
+from .errors import ShapeError, _provenance, caller_line, op_error, printable, user_error, user_line
 from .shapes import SymbolicShape, broadcast_shapes
 from .tensor import Tensor, _leaf, next_seq
 
@@ -134,6 +134,10 @@ class Graph:
 
     def __exit__(self, *exc):
         graph_state.stack.pop()
+
+    def as_default(self):
+        """TF1's `with graph.as_default():`, the same as `with graph:`."""
+        return self
 
     def _add(self, node, name):
         if name is not None:
@@ -562,6 +566,8 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
     except Exception as err:
         described = ", ".join(str(tuple(s)) for s in shapes)
         kind = type(err) if isinstance(err, (ValueError, TypeError, IndexError)) else ValueError
+        if kind is ValueError:  # shapes that do not fit together: NumPy's ValueError, JAX's TypeError
+            kind = ShapeError
         message = str(err).removeprefix(f"{op.name}: ")
         if during is None:
             raise kind(printable(f"{op.name}: {message} (input shapes {described}) at {user_line()}")) from None
@@ -578,6 +584,8 @@ def _rule_input(a):
         return (complex if a._dtype.kind == "c" else float) if type(a) is WeakScalar else a._dtype
     if a is None or type(a) in (int, float, complex):
         return a if a is None else type(a)
+    if isinstance(a, (list, tuple)):  # a nested list of numbers: np.result_type reads a list as a record layout
+        return np.asarray(a).dtype
     return np.result_type(a)
 
 

@@ -29,7 +29,7 @@ from sys import _getframe
 import numpy as np
 
 from .backends import check_dask_mixing, is_dask, is_foreign, mixing_error, same_unknown
-from .errors import _PACKAGE_DIR, op_error, user_error
+from .errors import _PACKAGE_DIR, ShapeError, op_error, user_error
 from .ir import build
 from .shapes import broadcast_shapes, shape_of
 from .tensor import Batched, Dual, Tensor, _grad_mode, _leaf, _new, next_seq
@@ -196,11 +196,20 @@ def refuse_lazy(op, values):
                              "first (.compute()) if it fits in memory", *values)
 
 
-def _op_error(op, values, err):
+def _op_error(op, values, err, attrs=None):
     """The error for an exception raised inside `op`'s forward: operands that mix CuPy with NumPy or Dask
-    arrays (which CuPy refuses) get an error naming both array types, others `op_error`'s. Only ever
-    computed after a failure, so the check costs NumPy's path nothing."""
-    return mixing_error(op.name, values) or op_error(op.name, values, err)
+    arrays (which CuPy refuses) get an error naming both array types; a ValueError for shapes the op's
+    shape rule refuses is a ShapeError (a ValueError, as NumPy's, and a TypeError, as JAX's); others are
+    `op_error`'s. Only ever computed after a failure, so the check costs NumPy's path nothing."""
+    mixed = mixing_error(op.name, values)
+    if mixed is not None:
+        return mixed
+    if type(err) is ValueError and op.shape is not None:
+        try:
+            op.shape(*[shape_of(v) for v in values], **(attrs or {}))
+        except Exception:
+            return op_error(op.name, values, err, ShapeError)
+    return op_error(op.name, values, err)
 
 
 def _call_forward(op, values, attrs):
@@ -209,7 +218,7 @@ def _call_forward(op, values, attrs):
     try:
         return op.forward(*values) if attrs is None else op.forward(*values, **attrs)
     except Exception as err:
-        raise _op_error(op, values, err) from err
+        raise _op_error(op, values, err, attrs) from err
 
 
 # Anomaly mode (dg.detect_anomaly, _core/anomaly.py) turns these on through `set_anomaly_checks`:

@@ -15,7 +15,7 @@ import numpy as np
 from .backends import has_unknown_size, is_dask
 from .batching import elementwise, lead, over_axes
 from .dtypes import accumulated, first, real_part
-from .errors import user_error
+from .errors import ShapeError, user_error
 from .ir import Symbol
 from .op import apply, batch_loop, defop, public
 from .shapes import (
@@ -127,7 +127,7 @@ def reshape(x, shape, *more):
         total = math.prod(in_shape)
         fits = known != 0 and total % known == 0 if -1 in shape else known == total
         if not fits:
-            raise user_error(ValueError, "reshape", f"cannot reshape shape {tuple(in_shape)} into shape {shape}", x)
+            raise user_error(ShapeError, "reshape", f"cannot reshape shape {tuple(in_shape)} into shape {shape}", x)
         if -1 in shape:
             shape = tuple(total // known if n == -1 else n for n in shape)
     return apply(_reshape, (x,) if source is None else (x, source), {"shape": shape})

@@ -29,6 +29,7 @@ from .backends import (
     to_numpy,
     unknown_size_error,
 )
+from .dtypes import default_complex, default_float
 from .errors import _PACKAGE_DIR, code_line, user_error
 
 __all__ = ["Tensor", "Dual", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
@@ -47,7 +48,17 @@ def is_grad_enabled() -> bool:
 
 
 class _SetGradMode:
-    """Context manager and decorator that sets grad mode (a subclass's `_mode`), restoring it on exit."""
+    """Context manager and decorator that sets grad mode (a subclass's `_mode`), restoring it on exit; as
+    PyTorch's, a decorator with or without the call (`@dg.no_grad()`, `@dg.no_grad`)."""
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        if func is None:
+            return self
+        if not callable(func):
+            raise user_error(TypeError, cls.__name__, f"takes no argument but a function to decorate, got "
+                             f"{type(func).__name__} (use `with dg.{cls.__name__}():` or `@dg.{cls.__name__}`)")
+        return self(func)
 
     def __enter__(self):
         self._previous = _grad_mode.enabled
@@ -56,10 +67,14 @@ class _SetGradMode:
     def __exit__(self, *exc):
         _grad_mode.enabled = self._previous
 
+    def _fresh(self):
+        """A context like this one, for one call of a decorated function (calls may nest or run in threads)."""
+        return type(self)()
+
     def __call__(self, func):
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            with type(self)():
+            with self._fresh():
                 return func(*args, **kwargs)
 
         return wrapper
@@ -72,6 +87,11 @@ class no_grad(_SetGradMode):
     >>> with no_grad():
     ...     y = x * 2
     >>> y.requires_grad
+    False
+    >>> @no_grad
+    ... def double(t):
+    ...     return t * 2
+    >>> double(x).requires_grad
     False
     """
 
@@ -527,6 +547,10 @@ def _as_array(data, dtype, where, requires_grad=False):
     if value.dtype.kind not in "biufc":
         raise user_error(TypeError, where, f"unsupported dtype {value.dtype} (dagrad holds bool, integer, "
                          "floating-point and complex data)")
+    if dtype is None and value.dtype.kind in "fc" and default_float() != np.float64 and not isinstance(
+            data, (np.ndarray, np.generic)) and not is_foreign(data):
+        # Python floats follow dg.set_default_dtype, as torch.tensor's do (NumPy values keep their dtype)
+        value = value.astype(default_float() if value.dtype.kind == "f" else default_complex())
     if requires_grad:
         _check_differentiable_dtype(value.dtype, where)
     return value

@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from .._core.dtypes import default_float
 from .._core.errors import user_error
 from .._core.shapes import shape_of
 from .._core.tensor import Tensor
@@ -100,14 +101,15 @@ def _size(value, name, layer, minimum=0):
 
 
 def _empty(shape, dtype):
-    return Parameter(np.zeros(shape, dtype=dtype or np.float64))
+    return Parameter(np.zeros(shape, dtype=dtype or default_float()))
 
 
 def _affine(shape, dtype, affine):
     """(weight, bias) of a normalisation layer: ones and zeros, or (None, None) without `affine`."""
     if not affine:
         return None, None
-    return Parameter(np.ones(shape, dtype or np.float64)), Parameter(np.zeros(shape, dtype or np.float64))
+    dtype = dtype or default_float()
+    return Parameter(np.ones(shape, dtype)), Parameter(np.zeros(shape, dtype))
 
 
 def _padding_mode(mode, layer):

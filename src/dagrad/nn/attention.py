@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .._core.dtypes import default_float
 from .._core.errors import user_error
 from .._core.shapes import dtype_of
 from ..ops.elementwise import astype
@@ -61,7 +62,7 @@ class MultiheadAttention(Module):
         self.batch_first = bool(batch_first)
         self.add_zero_attn = bool(add_zero_attn)
         self.generator = generator
-        dt = dtype or np.float64
+        dt = dtype or default_float()
         if self._qkv_same_embed_dim:
             self.in_proj_weight = Parameter(np.zeros((3 * embed_dim, embed_dim), dt))
             for absent in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.backends import compute_together, to_numpy
+from .._core.dtypes import default_float
 from .._core.errors import user_error
 from .._core.shapes import dtype_of
 from .._core.tensor import Tensor, is_symbolic, mark_written
@@ -269,7 +270,7 @@ class _NormBase(Module):
         self.weight, self.bias = _affine(self.num_features, dtype, affine)
         if not bias:
             self.bias = None
-        n, dt = self.num_features, dtype or np.float64
+        n, dt = self.num_features, dtype or default_float()
         for name, value in (("running_mean", np.zeros(n, dt)), ("running_var", np.ones(n, dt)),
                             ("num_batches_tracked", np.array(0, np.int64))):
             self.register_buffer(name, Tensor(value) if track_running_stats else None)

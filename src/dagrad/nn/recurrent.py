@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from .._core.dtypes import default_float
 from .._core.errors import user_error
 from .._core.ir import graph_state
 from .._core.shapes import dtype_of
@@ -96,7 +97,7 @@ class _RNNBase(Module):
         self.generator = generator
         gate_size = _GATES[mode] * self.hidden_size
         out_size = self.proj_size or self.hidden_size
-        dt = dtype or np.float64
+        dt = dtype or default_float()
         for layer in range(self.num_layers):
             for suffix in self._suffixes():
                 in_size = self.input_size if layer == 0 else out_size * self.num_directions

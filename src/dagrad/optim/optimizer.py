@@ -20,7 +20,7 @@ import numpy as np
 from .. import numpy as dnp
 from .._core.backends import compute_together, is_dask
 from .._core.errors import user_error
-from .._core.ir import Symbol, atomic, shown, walk
+from .._core.ir import Symbol, atomic, shape_fits, shown, walk
 from .._core.tensor import Tensor, enable_grad, mark_written
 from ..static.graph import Variable, trainable_variables
 from ..static.graph import group as group_updates
@@ -488,12 +488,77 @@ class Optimizer:
         >>> w.value
         array([ 0.64, -1.28])
         """
-        name = type(self).__name__
-        op = f"{name}.minimize"
+        op = f"{type(self).__name__}.minimize"
+        graph, params = self._loss_and_params(loss, var_list, op)
+        return self._step_node(graph, params, lambda: gradients(loss, params), op)
+
+    def compute_gradients(self, loss, var_list=None):
+        """TF1's first half of `minimize`: `[(gradient node, Variable)]` for the Variables `minimize(loss,
+        var_list)` would train, built into the loss's graph; change the gradients (clip them, say) and pass
+        the pairs to `apply_gradients`.
+
+        >>> import dagrad as dg, numpy as np
+        >>> with dg.Graph() as g:
+        ...     w = dg.Variable(np.array([1.0, -2.0]), name="w")
+        ...     opt = dg.optim.SGD(lr=0.1)
+        ...     pairs = opt.compute_gradients((w * w).sum())
+        ...     train = opt.apply_gradients([(dg.clip(grad, -1.0, 1.0), v) for grad, v in pairs])
+        >>> dg.Session(g).run(train); w.value
+        array([ 0.9, -1.9])
+        """
+        op = f"{type(self).__name__}.compute_gradients"
+        graph, params = self._loss_and_params(loss, var_list, op)
+        with graph, atomic():
+            grads = gradients(loss, params)
+        return list(zip(grads, params))
+
+    def apply_gradients(self, grads_and_vars):
+        """TF1's second half of `minimize`: one training step (a `dg.group` node) from `[(gradient node,
+        Variable)]` pairs, as `compute_gradients` returns them; a pair whose gradient is None is left out,
+        as TF1 does. The Variables not yet the optimizer's join it as a new parameter group."""
+        op = f"{type(self).__name__}.apply_gradients"
         if self.param_groups and not self._static:
-            raise user_error(TypeError, op, "minimize(loss) builds a training step into a static graph, but the "
-                             "parameters are eager tensors: in eager mode call loss.backward() and then opt.step() "
-                             "(and opt.zero_grad() before the next backward)")
+            raise self._eager_error(op)
+        try:
+            pairs = [tuple(pair) for pair in grads_and_vars]
+        except TypeError:
+            raise user_error(TypeError, op, "expects a list of (gradient, Variable) pairs, as compute_gradients "
+                             "returns") from None
+        if any(len(pair) != 2 for pair in pairs):
+            raise user_error(TypeError, op, "expects a list of (gradient, Variable) pairs, as compute_gradients "
+                             "returns")
+        pairs = [(g, v) for g, v in pairs if g is not None]
+        if not pairs:
+            raise user_error(ValueError, op, "no gradients provided for any Variable (every gradient is None)")
+        params = [v for _, v in pairs]
+        for g, v in pairs:
+            if not _is_variable(v):
+                raise user_error(TypeError, op, f"the second item of each pair must be a dg.Variable, got "
+                                 f"{type(v).__name__}")
+            self._check_param(v, op)
+            if not isinstance(g, Symbol) or g.graph is not v.graph:
+                raise user_error(TypeError, op, f"the gradient for Variable {v.name!r} must be a node of its graph, "
+                                 f"got {type(g).__name__}")
+            if g._shape is not None and not shape_fits(g._shape, v._shape):
+                raise user_error(ValueError, op, f"the gradient for Variable {v.name!r} has shape "
+                                 f"{shown(g._shape)}, the Variable {shown(v._shape)}", g, v)
+        if len({id(v) for v in params}) != len(params):
+            raise user_error(ValueError, op, "some Variables appear more than once")
+        graph = params[0].graph
+        if any(v.graph is not graph for v in params):
+            raise user_error(ValueError, op, "the Variables belong to different graphs")
+        self._check_groups(op)
+        return self._step_node(graph, params, lambda: [g for g, _ in pairs], op)
+
+    def _eager_error(self, op):
+        return user_error(TypeError, op, "builds a training step into a static graph, but the parameters are eager "
+                          "tensors: in eager mode call loss.backward() and then opt.step() (and opt.zero_grad() "
+                          "before the next backward)")
+
+    def _loss_and_params(self, loss, var_list, op):
+        """The loss's graph and the Variables a step on it trains, checked (nothing changed yet)."""
+        if self.param_groups and not self._static:
+            raise self._eager_error(op)
         if not isinstance(loss, Symbol):
             raise user_error(TypeError, op, f"the loss must be a node of the parameters' static graph, got "
                              f"{type(loss).__name__}")
@@ -505,6 +570,10 @@ class Optimizer:
                 raise user_error(ValueError, op, f"Variable {p.name!r} belongs to another graph than the loss")
         if loss._shape != ():
             raise user_error(ValueError, op, f"the loss must be a scalar, got shape {shown(loss._shape)}", loss)
+        return graph, params
+
+    def _step_node(self, graph, params, make_grads, op):
+        """The `dg.group` of the updates of `params` by the gradients `make_grads()` builds (in order)."""
         # all or nothing: a failure removes the nodes built here and restores the optimiser's own state
         saved_state = dict(self.state)
         saved_groups = list(self.param_groups)
@@ -515,7 +584,7 @@ class Optimizer:
             if new:
                 self._add_param_group({"params": new}, op)
             with graph, atomic():
-                grads = dict(zip(map(id, params), gradients(loss, params)))
+                grads = dict(zip(map(id, params), make_grads()))
                 updates = []
                 for group_ in self.param_groups:
                     trained = [p for p in group_["params"] if id(p) in grads]
@@ -528,7 +597,7 @@ class Optimizer:
                         new_value, new_state = self._update(p, grads[id(p)], dict(state), options)
                         updates.append(p.assign(new_value))
                         updates.extend(state[key].assign(new) for key, new in new_state.items())
-                return group_updates(*updates, name=f"{name.lower()}_step")
+                return group_updates(*updates, name=f"{type(self).__name__.lower()}_step")
         except BaseException:
             self.state.clear()
             self.state.update(saved_state)

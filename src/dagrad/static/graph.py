@@ -22,7 +22,8 @@ from .._core.op import Op
 from .._core.tensor import Tensor
 
 __all__ = ["Graph", "Symbol", "Variable", "placeholder", "constant", "get_default_graph", "reset_default_graph",
-           "atomic", "assign", "group", "global_variables_initializer", "global_variables", "trainable_variables"]
+           "atomic", "assign", "group", "global_variables_initializer", "variables_initializer", "global_variables",
+           "trainable_variables"]
 
 
 class VariableSymbol(Symbol):
@@ -232,6 +233,31 @@ def global_variables_initializer(graph=None, name="init"):
     """
     graph = _graph(graph, "global_variables_initializer")
     return new_symbol(graph, "initializer", (), np.bool_, _INITIALIZE, tuple(graph.variables), name=name)
+
+
+def variables_initializer(var_list, name="init"):
+    """An op that, when run, sets the Variables of `var_list` back to their initial values, as TF1's
+    (an empty list gives an op that does nothing, TF1's `local_variables_initializer()`).
+
+    >>> import dagrad as dg
+    >>> with dg.Graph() as g:
+    ...     a, b = dg.Variable(1.0, name="a"), dg.Variable(1.0, name="b")
+    ...     step = dg.group(a.assign(a + 1.0), b.assign(b + 1.0))
+    ...     init_a = dg.variables_initializer([a])
+    >>> sess = dg.Session(g)
+    >>> sess.run(step), sess.run(init_a), a.value, b.value
+    (None, None, array(1.), array(2.))
+    """
+    if isinstance(var_list, Symbol) or not isinstance(var_list, (list, tuple)):
+        raise user_error(TypeError, "variables_initializer", f"expects a list of dg.Variables, got "
+                         f"{type(var_list).__name__}")
+    for v in var_list:
+        if not isinstance(v, Symbol) or v.kind != "variable":
+            raise user_error(TypeError, "variables_initializer", f"expects dg.Variables, got {v!r}")
+    graph = var_list[0].graph if var_list else get_default_graph()
+    if any(v.graph is not graph for v in var_list):
+        raise user_error(ValueError, "variables_initializer", "the Variables belong to different graphs")
+    return new_symbol(graph, "initializer", (), np.bool_, _INITIALIZE, tuple(dict.fromkeys(var_list)), name=name)
 
 
 def global_variables(graph=None):

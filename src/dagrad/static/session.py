@@ -14,6 +14,7 @@ the feeds' shapes are known (`_expanded`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -244,8 +245,9 @@ class Session:
     >>> w.value
     array(3.)
 
-    As in TF1, `with dg.Session() as sess:` closes it at the end of the block; a closed
-    session's compiled code is released, and running it is an error.
+    As in TF1, `with dg.Session() as sess:` makes it the default session inside the block (what
+    `t.eval()` and `op.run()` use) and closes it at the end; a closed session's compiled code is
+    released, and running it is an error. `sess.as_default()` makes it the default without closing it.
 
     A Dask array fed for a placeholder stays lazy: the fetches computed from it are Dask arrays
     (compute several with one `dask.compute`), except in a run that assigns Variables, which
@@ -261,10 +263,17 @@ class Session:
         self._closed = False
 
     def __enter__(self):
+        _defaults.stack.append(self)
         return self
 
     def __exit__(self, *exc):
+        _pop_default(self)
         self.close()
+
+    def as_default(self):
+        """A context manager making this session the default (for `t.eval()`, `op.run()`) inside its block,
+        as TF1's; unlike `with sess:`, leaving the block does not close the session."""
+        return _AsDefault(self)
 
     def close(self):
         """Releases the compiled code; the session can no longer run (closing again does nothing)."""
@@ -362,4 +371,106 @@ class Session:
         return {node: value for (node, _), value in zip(updates.values(), checked)}
 
 
-__all__ = ["Session", "gradients"]
+class _Defaults(threading.local):
+    def __init__(self):
+        self.stack = []  # each thread's default sessions, innermost last (TF1's are per thread too)
+
+
+_defaults = _Defaults()
+
+
+def _pop_default(session):
+    stack = _defaults.stack
+    for i in range(len(stack) - 1, -1, -1):  # the innermost entry of this session (blocks may interleave)
+        if stack[i] is session:
+            del stack[i]
+            return
+
+
+class _AsDefault:
+    def __init__(self, session):
+        self.session = session
+
+    def __enter__(self):
+        _defaults.stack.append(self.session)
+        return self.session
+
+    def __exit__(self, *exc):
+        _pop_default(self.session)
+
+
+def get_default_session():
+    """The session `t.eval()` and `op.run()` use: the innermost `with dg.Session() as sess:` (or
+    `sess.as_default()`, or the latest open `InteractiveSession`) of this thread, else None.
+
+    >>> import dagrad as dg
+    >>> with dg.Graph() as g, dg.Session(g) as sess:
+    ...     dg.get_default_session() is sess
+    True
+    """
+    stack = _defaults.stack
+    return stack[-1] if stack else None
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default session when it is made, until it is closed, as TF1's
+    (for a shell or a notebook: `t.eval()` needs no `with` block).
+
+    >>> import dagrad as dg
+    >>> with dg.Graph():
+    ...     sess = dg.InteractiveSession()
+    ...     two = dg.constant(1.0) + 1.0
+    ...     value = two.eval()
+    ...     sess.close()
+    >>> value
+    np.float64(2.0)
+    """
+
+    def __init__(self, graph=None):
+        super().__init__(graph)
+        _defaults.stack.append(self)
+
+    def close(self):
+        _pop_default(self)
+        super().close()
+
+
+def _session_for(node, session, where):
+    if not isinstance(node, Symbol):
+        raise user_error(TypeError, where, f"needs a node of a static graph, got {type(node).__name__}")
+    if session is None:
+        session = get_default_session()
+        if session is None:  # TF1's words
+            raise user_error(ValueError, where, "Cannot evaluate tensor using `eval()`: No default session is "
+                             "registered. Use `with dg.Session() as sess:` (or `with sess.as_default():`) or pass "
+                             "an explicit session: `eval(session=sess)`", node)
+    elif not isinstance(session, Session):
+        raise user_error(TypeError, where, f"session must be a dg.Session, got {type(session).__name__}")
+    if node.graph is not session.graph:
+        raise user_error(ValueError, where, f"{node!r} belongs to another graph than the session's; pass "
+                         "session= a session of its graph")
+    return session
+
+
+def evaluate(node, feed_dict=None, session=None):
+    """`node.eval(feed_dict=None, session=None)`, TF1's `Tensor.eval`: `session.run(node, feed_dict)`, with
+    the default session (`get_default_session()`) unless one is given.
+
+    >>> import dagrad as dg, numpy as np
+    >>> with dg.Graph() as g:
+    ...     x = dg.placeholder("float64", [None])
+    ...     y = x * 2.0
+    >>> with dg.Session(g):
+    ...     y.eval({x: np.array([1.0, 2.0])})
+    array([2., 4.])
+    """
+    return _session_for(node, session, "eval").run(node, feed_dict)
+
+
+def run_node(node, feed_dict=None, session=None):
+    """`op.run(feed_dict=None, session=None)`, TF1's `Operation.run`: runs the node (an update, a training
+    step, the initializer) with the default session unless one is given, and returns None."""
+    _session_for(node, session, "run").run(node, feed_dict)
+
+
+__all__ = ["Session", "InteractiveSession", "gradients", "get_default_session", "evaluate", "run_node"]
