@@ -26,6 +26,7 @@ from .._core import dask_ops
 from .._core.backends import compute_together, is_dask, to_numpy
 from .._core.dtypes import first
 from .._core.errors import caller_line, user_error
+from .._core.ir import number_needed
 from .._core.op import Op, apply
 from .._core.shapes import dtype_of, normalize_axis_index, shape_of
 from .._core.tensor import Batched, Tensor, is_symbolic, mark_written
@@ -116,13 +117,21 @@ def _is_real(v):
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
+def _number(value, name, where, *operands):
+    """Refuses a value that has none yet (a traced Python float: static_argnames makes it a constant)."""
+    if isinstance(value, Tensor):
+        raise number_needed(value, name, where, *operands)
+
+
 def _positive_number(value, name, where, *operands):
+    _number(value, name, where, *operands)
     if not _is_real(value) or not value > 0:
         raise user_error(ValueError, where, f"{name} must be a positive number, got {value!r}", *operands)
     return value
 
 
 def _non_negative(value, name, where, *operands):
+    _number(value, name, where, *operands)
     if not _is_real(value) or not value >= 0:
         raise user_error(ValueError, where, f"{name} must be a non-negative number, got {value!r}", *operands)
     return value
@@ -130,6 +139,7 @@ def _non_negative(value, name, where, *operands):
 
 def _probability(p, name, where, *operands):
     """p, a real number in [0, 1], or a ValueError naming `where` (a string or None is refused too)."""
+    _number(p, name, where, *operands)
     if not _is_real(p) or not 0 <= p <= 1:
         raise user_error(ValueError, where, f"{name} must be in [0, 1], got {p!r}", *operands)
     return p
@@ -552,6 +562,7 @@ def embedding(indices, weight):
 # so it differentiates at any order and builds static graphs. `inplace` is accepted for PyTorch's signatures; the
 # result is always a new tensor.
 def _real(value, name, where):
+    _number(value, name, where)
     if not _is_real(value):
         raise user_error(TypeError, where, f"{name} must be a real number, got {value!r}")
     return value
