@@ -191,7 +191,7 @@ def _rewrite(pass_name, rule, program, report):
                 context.outputs[new] = True
     if replaced:
         program.outputs = [replaced.get(o, o) if isinstance(o, Symbol) else o for o in program.outputs]
-        remove_dead_nodes(program, report, replaced)  # the replaced nodes, and puts new nodes in order  # the replaced nodes, and puts new nodes in order
+        remove_dead_nodes(program, report, replaced)  # the replaced nodes, and puts new nodes in order
     return len(replaced)
 
 
