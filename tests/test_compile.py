@@ -17,6 +17,8 @@ The regression tests at the end are bugs these tests found (each fixed, its reas
 from __future__ import annotations
 
 import ast
+import importlib.util
+import itertools
 import os
 import re
 import sys
@@ -30,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import dagrad as dg
+from dagrad._core.op import REGISTRY
 from dagrad.ops.reduce import sum_to
 from op_table import CASES, COMPOSITES
 from test_static_ops import _ids, _unique
@@ -1262,3 +1265,150 @@ def test_astype_to_integers_works_on_graph_nodes():
         x = dg.placeholder((2,), name="x")
         y = dg.astype(x * 10.0, "int64")
     identical(dg.Session(g).run(y, {x: np.array([0.2, 0.6])}), np.array([2, 6]))
+
+
+# ---------------------------------------------------------------- issue 24: every path gives the same answer
+
+
+def test_an_unread_index_out_of_range_raises_index_error():
+    # eagerly x[i] raises though only its shape is used; compiled, the unread gather became dead code and its
+    # IndexError went with it (ones_like gave 1.0, the Hessian of x[i] zeros). An op that checks its values
+    # (Op.validates) is never dead: an unread gather leaves a check of its index in its place
+    x = np.arange(5.0)
+    programs = {
+        "ones_like": lambda x, i: dg.ones_like(x[i]),
+        "shape": lambda x, i: x[i].shape,
+        "hessian": dg.hessian(lambda x, i: x[i]),
+        "take": lambda x, i: dg.ones_like(dg.numpy.take(x, i)),
+        "take_along_axis": lambda x, i: dg.ones_like(dg.numpy.take_along_axis(x, dg.reshape(i, (1,)), 0)),
+        "unused": lambda x, i: (x[i], x * 2.0)[1],
+    }
+    for name, f in programs.items():
+        for path in (f, dg.compile(f), dg.compile(f, optimize=False)):
+            with pytest.raises(IndexError, match="out of bounds for axis 0 with size 5"):
+                path(x, np.int64(7))
+            for i in (np.int64(-5), np.int64(4)):  # in range, negative counting from the end
+                identical(np.asarray(path(x, i)), np.asarray(f(x, i)), name)
+    fast = dg.compile(programs["ones_like"])
+    source = fast.source(x, np.int64(1))
+    assert "gather_bounds(i, sizes=(5,), axes=(0,))" in source and "gather(" not in source  # not the gather itself
+    assert "unread index -> bounds check" in str(fast.report(x, np.int64(1)))
+    with dg.Graph() as graph:
+        xs, i = dg.placeholder((5,)), dg.placeholder((), dtype=np.int64)
+        shaped = dg.ones_like(xs[i])
+    with pytest.raises(IndexError, match="gather_bounds failed in Session.run: index 9 is out of bounds"):
+        dg.Session(graph).run(shaped, {xs: x, i: np.int64(9)})
+
+
+def test_an_exported_module_checks_an_unread_index(tmp_path):
+    f = dg.compile(lambda x, i: dg.ones_like(x[:, i]) * 2.0)
+    x = np.ones((2, 3))
+    path = f.export(tmp_path / "bounds.py", x, np.array([0, 2]))
+    spec = importlib.util.spec_from_file_location("bounds", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    function = getattr(module, module.__all__[0])
+    identical(function(x, np.array([0, -3])), np.full((2, 2), 2.0))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3"):
+        function(x, np.array([0, 3]))
+
+
+def test_an_unread_result_that_raises_on_its_values_raises():
+    # a factorisation of a matrix that has none (cholesky of a matrix that is not positive definite, a singular
+    # inverse) raises though its result is unread, as eagerly
+    programs = {"cholesky": (lambda a: dg.ones_like(dg.linalg.cholesky(a)), -np.eye(2)),
+                "inv": (lambda a: (dg.linalg.inv(a), a.sum())[1], np.zeros((2, 2))),
+                "solve": (dg.grad(lambda b, a: dg.sum(dg.linalg.solve(a, b))), (np.ones(2), np.zeros((2, 2))))}
+    for f, args in programs.values():
+        args = args if isinstance(args, tuple) else (args,)
+        for path in (f, dg.compile(f), dg.compile(f, optimize=False)):
+            with pytest.raises(np.linalg.LinAlgError):
+                path(*args)
+
+
+def test_every_dtype_rule_takes_the_type_of_a_python_number():
+    # a Python float argument reaches the dtype rules as `float` (weakly typed): real_part turned it into 0.0
+    # and np.dtype(0.0) raised, so dg.compile(dnp.linalg.norm)(0.5) did
+    assert dg.compile(dg.numpy.linalg.norm)(0.5) == dg.numpy.linalg.norm(0.5) == 0.5
+    for name, op in REGISTRY.items():
+        for n in (1, 2, 3):
+            try:
+                strong = op.dtype(*[np.dtype(np.float64)] * n)
+            except Exception:  # noqa: BLE001 - this rule takes another number of inputs, or attributes
+                continue
+            for kinds in itertools.product([np.dtype(np.float64), float, int, complex], repeat=n):
+                try:
+                    op.dtype(*kinds)
+                except (TypeError, ValueError) as err:
+                    assert "interpret" not in str(err) and "data type" not in str(err), (name, kinds, err)
+            assert strong is not None
+            break
+
+
+@pytest.mark.parametrize("w", [5.5, -4.0, -2.5, 0.25])
+def test_python_arithmetic_on_a_traced_float_is_python_s(w):
+    # w // 2 raised ("unsupported operand"), and w ** 0.5 of a negative w, complex in Python, was traced as a
+    # float: the call now runs f itself (a value-dependent type), so every path gives eager's value and type
+    f = lambda w: (w // 2, 7.0 // w, w % 3, divmod(w, 4.0), w ** 0.5, w ** 2, -w ** 3.0)
+    want = f(w)
+    for path in (dg.compile(f), dg.compile(f, optimize=False)):
+        got = path(w)
+        assert got == want and [type(g) for g in got] == [type(v) for v in want]
+    i = lambda w: dg.fori_loop(1, 3, lambda i, c: c + i // 2 + i % 2 + (i ** -1) * w, 0.0)  # ** -1: a float
+    assert dg.compile(i)(w) == i(w) and type(dg.compile(i)(w)) is float
+
+
+def test_floor_division_and_divmod_of_tensors():
+    # Tensor had no // (NumPy's floor_divide, gradient zero as JAX's) nor divmod (the remainder's gradient in x
+    # is 1, as PyTorch's remainder)
+    x = dg.tensor([7.0, -7.0, 2.5], requires_grad=True)
+    q, r = divmod(x, 2.0)
+    identical(q.numpy(), np.array([3.0, -4.0, 1.0]))
+    identical((x // 2.0).numpy(), np.array([3.0, -4.0, 1.0]))
+    identical((7.0 // x).numpy(), np.floor_divide(7.0, np.array([7.0, -7.0, 2.5])))
+    dg.sum(q * 3.0 + r).backward()
+    identical(x.grad.numpy(), np.ones(3))
+    f = dg.compile(lambda a, b: (a // b, divmod(a, b)[1]))
+    a, b = np.array([7.0, -7.0]), np.array([2.0, 3.0])
+    identical(f(a, b), (a // b, a % b))
+
+
+def test_a_traced_float_where_a_number_is_needed_says_to_make_it_static():
+    # validators printed `<Symbol 'p' placeholder : () float64>`: one message says what to do
+    F = dg.nn.functional
+    x, z, labels = np.linspace(-1, 1, 6), np.ones((2, 3)), np.array([0, 2])
+    calls = {
+        "dropout: p": lambda p: F.dropout(x, p, training=False),
+        "leaky_relu: negative_slope": lambda p: F.leaky_relu(x, p),
+        "elu: alpha": lambda p: F.elu(x, p),
+        "softplus: beta": lambda p: F.softplus(x, p),
+        "huber_loss: delta": lambda p: F.huber_loss(x, x * 2, delta=p),
+        "smooth_l1_loss: beta": lambda p: F.smooth_l1_loss(x, x * 2, beta=p),
+        "cross_entropy: label_smoothing": lambda p: F.cross_entropy(z, labels, label_smoothing=p),
+        "batch_norm: eps": lambda p: F.batch_norm(z, None, None, training=True, eps=p),
+        "quantile: q": lambda p: dg.numpy.quantile(x, p),  # (NumPy handed it back to dagrad without end)
+        "nan_to_num: nan": lambda p: dg.numpy.nan_to_num(x, nan=p),
+        "full: the fill value": lambda p: dg.full((2,), p),
+    }
+    for what, f in calls.items():
+        with pytest.raises(TypeError, match=re.escape(what) + r" must be a number known when dg.compile\(f\) traces "
+                           r"the function, got the Python float argument 'p'.*static_argnames=\('p',\)"):
+            dg.compile(f)(0.5)
+        identical(np.asarray(dg.compile(f, static_argnames="p")(0.5)), np.asarray(f(0.5)))
+    assert dg.numpy.quantile(x, dg.tensor(0.5)) == np.quantile(x, 0.5)  # an eager Tensor gives its value
+
+
+def test_a_closed_over_array_is_a_constant_copied_when_traced():
+    # JAX bakes a closed-over array into the trace: a later write into it changes no compiled function
+    # (the generated code read the caller's array at each call)
+    for optimize in (True, False):
+        b, index = np.array([1.0, 2.0]), np.array([1, 0])
+        f = dg.compile(lambda x: (dg.sum(x * b), x[index]), optimize=optimize)
+        before = f(np.array([5.0, 6.0]))
+        b[:], index[:] = 0.0, 1
+        identical_trees(f(np.array([5.0, 6.0])), before)
+        w = np.array([1.0, 2.0])
+        loop = dg.compile(lambda c: dg.fori_loop(0, 2, lambda i, c: c + w, c), optimize=optimize)
+        before = loop(np.zeros(2))
+        w[:] = 0.0
+        identical(loop(np.zeros(2)), before)

@@ -434,3 +434,101 @@ def test_zero_steps_give_the_initial_carry_and_empty_ys():
         carry, ys = scan(f, np.zeros(2), np.ones((0, 2)))
         assert np.array_equal(carry, np.zeros(2)) and ys["twice"].shape == (0, 2)
     assert dg.fori_loop(3, 1, lambda i, c: c + 1.0, 0.5) == 0.5
+
+
+# ---------------------------------------------------------------- weakly typed indices and carries (issue 24)
+
+
+def _every_path(f, *args):
+    """f's results eagerly, compiled, and by the reference interpreter (optimize=False)."""
+    return [f(*args), dg.compile(f)(*args), dg.compile(f, optimize=False)(*args)]
+
+
+def test_a_loop_index_is_a_python_int_so_a_float32_carry_stays_float32():
+    # eagerly the index is a Python int, as a Python loop's; traced it is a weakly typed int whose code gets one,
+    # so c * w + i keeps float32 (an int64 index made it float64, and the loop refused its own body)
+    body = lambda i, c: dg.sin(c * np.float32(0.7) + i)
+    seen = []
+    dg.fori_loop(0, 2, lambda i, c: seen.append(type(i)) or c, 0.0)
+    assert seen == [int, int]
+    expected = np.ones(3, np.float32)
+    for i in range(4):
+        expected = np.sin(expected * np.float32(0.7) + i)
+    for f in (lambda c: dg.fori_loop(0, 4, body, c),  # static bounds: a scan
+              lambda c: dg.fori_loop(np.int64(0), np.int64(4), body, c)):  # traced bounds: a while_loop
+        for out in _every_path(f, np.ones(3, np.float32)):
+            assert out.dtype == np.float32
+            np.testing.assert_allclose(out, expected, rtol=1e-6)
+    traced = lambda c, n: dg.fori_loop(np.int64(0), n, body, c)  # the bound an argument: traced
+    assert dg.compile(traced)(np.ones(3, np.float32), np.int64(4)).dtype == np.float32
+    # the index in the body's arithmetic stays a Python number: i * 2 is an int, i / 2 a float
+    idx = lambda c: dg.fori_loop(1, 4, lambda i, c: c + (i * 2) * np.float32(1) + i / 2, c)
+    for out in _every_path(idx, np.zeros(2, np.float32)):
+        assert out.dtype == np.float32 and np.array_equal(out, np.full(2, 15.0, np.float32))
+    # and in the gradient's scan: the body replayed on the index
+    grad = dg.grad(lambda c: dg.sum(dg.fori_loop(0, 3, body, c)))
+    assert grad(np.ones(3, np.float32)).dtype == dg.compile(grad)(np.ones(3, np.float32)).dtype == np.float32
+
+
+def test_the_gradient_of_a_captured_float32_value_is_float32_on_every_path():
+    # a float32 parameter a body captures, a float64 carry: the gradient has the parameter's dtype (PyTorch's and
+    # JAX's rule); eagerly dg.grad gave float64, and dg.compile refused its own cotangent carry (float64 for float32)
+    xs = np.ones((3, 2), np.float32)
+    w = np.float32(0.3)
+    programs = {
+        "scan": lambda w: dg.scan(lambda c, x: (dg.sin(c * w + x), None), np.zeros(2), xs)[0],
+        "fori_loop": lambda w: dg.fori_loop(0, 3, lambda i, c: dg.sin(c * w + 1.0), np.zeros(2)),
+        "cond": lambda w: dg.cond(w > 0, lambda c: dg.sin(c * w), lambda c: c * 2.0, np.array([0.5, -0.2])),
+    }
+    for name, f in programs.items():
+        loss = lambda w, f=f: dg.sum(f(w))
+        eager = dg.grad(loss)(w)
+        leaf = dg.tensor(w, requires_grad=True)
+        loss(leaf).backward()
+        for got in (eager, leaf.grad, dg.compile(dg.grad(loss))(w), dg.compile(dg.grad(loss), optimize=False)(w)):
+            got = np.asarray(got)
+            assert got.dtype == np.float32, name
+            np.testing.assert_allclose(got, eager, rtol=1e-5, err_msg=name)
+        tangent = dg.jvp(f, (w,), (np.float32(1.0),))[1]
+        assert tangent.dtype == f(w).dtype == np.float64, name  # a tangent has its output's dtype
+        np.testing.assert_allclose(np.sum(tangent), eager, rtol=1e-5)
+
+
+def test_a_python_number_carry_stays_weakly_typed_where_the_body_keeps_it_so():
+    # Python arithmetic on a Python float carry gives a Python float eagerly; compiled too (not a float64 NumPy
+    # value, which would make float32 data it meets afterwards float64)
+    f32 = np.ones(2, np.float32)
+    weak = {
+        "fori_loop": lambda w: dg.fori_loop(0, 3, lambda i, v: v * 1.5 + i, w),
+        "while_loop": lambda w: dg.while_loop(lambda v: abs(v) < 3, lambda v: v * 1.5, w),
+        "scan": lambda w: dg.scan(lambda c, x: (c * 2.0, c), w, None, length=3)[0],
+        "cond": lambda w: dg.cond(w > 0, lambda v: v * 1.5, lambda v: -v, w),
+        "tuple": lambda w: dg.while_loop(lambda v: v[0] < 5, lambda v: (v[0] + 1, v[1] * w), (0, 1.0))[1],
+    }
+    for name, f in weak.items():
+        for w in (1.0, -0.5):
+            outs = _every_path(f, w)
+            assert all(type(o) is float for o in outs), (name, outs)
+            assert outs[0] == outs[1] == outs[2], name
+            assert all((o * f32).dtype == np.float32 for o in outs), name
+    # where the body makes it a NumPy value (dg.sin), it is one on every path: traced again strongly typed
+    strong = {
+        "fori_loop": lambda w: dg.fori_loop(0, 3, lambda i, v: dg.sin(v) * 1.5, w),
+        "while_loop": lambda w: dg.while_loop(lambda v: v < 3, lambda v: dg.exp(v), w),
+        "cond": lambda w: dg.cond(w > 0, lambda v: v * 1.5, lambda v: dg.sin(v), w),
+    }
+    for name, f in strong.items():
+        outs = _every_path(f, 1.0)
+        assert all(type(o) is np.float64 for o in outs), (name, outs)
+        assert outs[0] == outs[1] == outs[2], name
+        assert all((o * f32).dtype == np.float64 for o in outs), name
+
+
+def test_an_unread_index_in_a_body_still_raises():
+    # the body's gather is unread (only its shape is): its bounds are checked all the same, as eagerly
+    body = lambda x, i: dg.scan(lambda c, k: (c + dg.ones_like(x[i]), None), 0.0, np.arange(3.0))[0]
+    x = np.arange(5.0)
+    for f in (body, dg.compile(body), dg.compile(body, optimize=False)):
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(x, np.int64(7))
+        assert f(x, np.int64(-5)) == 3.0

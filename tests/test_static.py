@@ -917,3 +917,15 @@ def test_assign_on_a_node_that_is_not_a_variable_is_a_clear_error():
         for call in (lambda: x.assign(1.0), lambda: (x * 2.0).assign_add(1.0), lambda: x.assign_sub(1.0)):
             with pytest.raises(TypeError, match=r"assign: the target must be a dg.Variable, got <Symbol .*test_static"):
                 call()
+
+
+def test_a_numpy_array_is_copied_when_it_becomes_a_constant_of_a_node():
+    # TF1's tf.constant copies at build; the node read the caller's array at each run (a later write changed it)
+    a, index, t = np.array([1.0, 2.0]), np.array([1, 0]), dg.tensor([1.0, 2.0])
+    with dg.Graph() as g:
+        x = dg.placeholder((2,))
+        y, picked, z = dg.sum(x * a), x[index], dg.sum(x * t)
+    a[:], index[:] = 0.0, 1
+    t += 1.0
+    y, picked, z = dg.Session(g).run([y, picked, z], {x: np.array([5.0, 6.0])})
+    assert y == 17.0 and np.array_equal(picked, [6.0, 5.0]) and z == 17.0

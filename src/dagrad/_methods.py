@@ -12,15 +12,19 @@ from . import numpy as dnp
 from ._core.autodiff import backward
 from ._core.backends import has_unknown_size, unknown_size_error
 from ._core.errors import user_error
-from ._core.ir import Graph, Symbol
+from ._core.ir import Graph, Symbol, WeakScalar
+from ._core.op import apply
 from ._core.shapes import normalize_axis, normalize_axis_index
 from ._core.tensor import Tensor
+from .compile.interpret import FLOOR_DIVIDE
 from .ops import elementwise as ew
 from .ops import linalg, reduce
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .static.session import evaluate, run_node
 from .viz import repr_svg
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
 
 
 def _reflected(function):
@@ -38,6 +42,33 @@ _BINARY = {
 for _name, _function in _BINARY.items():
     setattr(Tensor, f"__{_name}__", _function)
     setattr(Tensor, f"__r{_name}__", _reflected(_function))
+
+# `//` and divmod are NumPy's (dagrad.numpy's floor_divide: its gradient is zero, as JAX's; divmod's remainder is
+# differentiable as `%`, whose gradient in x is 1, as PyTorch's remainder)
+for _name, _function in (("floordiv", dnp.floor_divide), ("divmod", dnp.divmod)):
+    setattr(Tensor, f"__{_name}__", _function)
+    setattr(Tensor, f"__r{_name}__", _reflected(_function))
+
+
+def _weak_floordiv(reflected):
+    """`//` of a weakly typed value (a Python number dg.compile traces) by Python numbers or weak values: one
+    node computed with Python's `//` (compile/interpret.py), weak again, as eager code gives a Python number."""
+
+    def method(self, other):
+        a, b = (other, self) if reflected else (self, other)
+        if not (type(other) in _PYTHON_NUMBERS or type(other) is WeakScalar):
+            return dnp.floor_divide(a, b)
+        out = apply(FLOOR_DIVIDE, (a, b))
+        if type(out) is Symbol:
+            out.__class__ = WeakScalar
+        return out
+
+    return method
+
+
+WeakScalar.__floordiv__, WeakScalar.__rfloordiv__ = _weak_floordiv(False), _weak_floordiv(True)
+WeakScalar.__divmod__ = lambda self, other: (self // other, self % other)
+WeakScalar.__rdivmod__ = lambda self, other: (other // self, other % self)
 
 _OPERATORS = {  # the operators without a reflected form
     "neg": ew.negative, "pos": ew.positive, "abs": ew.abs, "invert": ew.logical_not, "eq": ew.equal,

@@ -19,11 +19,12 @@ import numpy as np
 
 from ._core.backends import as_dtype, has_unknown_size, is_dask, unknown_size_error
 from ._core.errors import user_error
-from ._core.ir import Graph, Symbol, graph_state, new_symbol, walk
+from ._core.ir import Graph, Symbol, WeakScalar, graph_state, new_symbol, validating, walk
 from ._core.op import Op, apply, batch_broadcast
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of, shape_of
 from ._core.tensor import Batched, Tensor, is_symbolic
+from .compile.interpret import python_arithmetic
 from .ops.elementwise import astype, where
 from .ops.reduce import sum as sum_
 from .ops.shape import concatenate, getitem, ravel, reshape, stack, swapaxes
@@ -49,7 +50,9 @@ class Body:
         self.inputs = params + [node for _, node in graph.captured.values()]
         self.outputs = outputs
         self.fn = fn
-        self.nodes = sorted({**dict.fromkeys(self.inputs), **walk(self.symbol_outputs())}, key=lambda n: n._seq)
+        # what the outputs need, and the nodes that check values (an index out of range raises, read or not)
+        self.nodes = sorted({**dict.fromkeys(self.inputs), **walk(self.symbol_outputs() + validating(graph.nodes))},
+                            key=lambda n: n._seq)
         self.avals = [_aval_of(o) for o in outputs]
         self.layout = None  # how the node's outputs are packed (set by the control-flow function)
 
@@ -88,11 +91,18 @@ class Body:
                 env[node] = node._data
                 continue
             args = [env[a] if isinstance(a, Symbol) else a for a in node.inputs]
-            env[node] = apply(node.op, tuple(args), node.attrs)
+            arithmetic = python_arithmetic(node)
+            if arithmetic is not None and all(type(a) in _NUMBERS for a in args):
+                env[node] = arithmetic[0](*args)  # Python's arithmetic on Python numbers, as traced
+                continue
+            env[node] = out = apply(node.op, tuple(args), node.attrs)
+            if type(node) is WeakScalar and type(out) is Symbol and all(_weak(a) for a in args):
+                out.__class__ = WeakScalar  # weakly typed again in the graph being built
         return [env[o] if isinstance(o, Symbol) else o for o in self.outputs]
 
     def run(self, values):
-        """The outputs for input arrays `values`, each node by its op's forward (the reference)."""
+        """The outputs for input arrays `values`, each node by its op's forward (the reference), Python's
+        arithmetic on Python numbers by Python's operators (as generated code computes it)."""
         env = dict(zip(self.inputs, values))
         for node in self.nodes:
             if node in env:
@@ -100,8 +110,9 @@ class Body:
             if node.op is None:
                 env[node] = node._data
                 continue
-            env[node] = node.op.forward(*[env[a] if isinstance(a, Symbol) else a for a in node.inputs],
-                                        **(node.attrs or {}))
+            args = [env[a] if isinstance(a, Symbol) else a for a in node.inputs]
+            arithmetic = python_arithmetic(node)
+            env[node] = arithmetic[0](*args) if arithmetic else node.op.forward(*args, **(node.attrs or {}))
         return [env[o] if isinstance(o, Symbol) else o for o in self.outputs]
 
     def __repr__(self):
@@ -147,9 +158,10 @@ def _name(fn):
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
-def _trace(fn, avals, names, where):
+def _trace(fn, avals, names, where, weak=None):
     """Traces `fn(*placeholders)`, one placeholder per (shape, dtype) of `avals` (None: the argument is
-    None), in a graph of its own; returns (graph, placeholders, fn's result)."""
+    None), weakly typed where `weak` says (a Python number: ir.WeakScalar), in a graph of its own; returns
+    (graph, placeholders, fn's result)."""
     for shape, _ in filter(None, avals):
         if shape is None or None in shape:
             raise user_error(ValueError, where, f"needs operands of known shapes to trace {_name(fn)} once, got "
@@ -160,30 +172,96 @@ def _trace(fn, avals, names, where):
     graph.captured = {}
     if outer is not None:
         graph.tracing, graph.traced_for = outer.tracing, outer.traced_for
+    weak = weak or [False] * len(avals)
     params = [None if a is None else new_symbol(graph, "placeholder", a[0], a[1], requires_grad=a[1].kind in "fc",
-                                                name=n) for a, n in zip(avals, names)]
+                                                name=n, cls=WeakScalar if w else None)
+              for a, n, w in zip(avals, names, weak)]
     with graph:
         out = fn(*params)
     return graph, params, out
 
 
-def _outputs(graph, leaves, where, fn):
-    """The outputs of a traced body: its nodes, outer values captured, constants as arrays."""
+def _outputs(graph, leaves, where, fn, weak=None):
+    """The outputs of a traced body: its nodes, outer values captured, constants as arrays (a Python number
+    where `weak` says the output is weakly typed)."""
     outputs = []
-    for leaf in leaves:
-        if isinstance(leaf, Symbol) and leaf.graph is graph:
+    weak = list(weak or ()) + [False] * (len(leaves) - len(weak or ()))
+    for leaf, w in zip(leaves, weak):
+        if w and type(leaf) in _NUMBERS:
+            outputs.append(leaf)
+        elif isinstance(leaf, Symbol) and leaf.graph is graph:
             outputs.append(leaf)
         elif isinstance(leaf, Tensor) and (leaf._symbolic or leaf._level or leaf._requires_grad):
             outputs.append(graph.enclose(leaf))
         else:
             value = leaf._value if isinstance(leaf, Tensor) else leaf
-            if not is_dask(value):  # a Dask constant stays lazy
-                value = leaf.numpy() if isinstance(leaf, Tensor) else np.asarray(leaf)
+            if not is_dask(value):  # a Dask constant stays lazy; an array is copied, as a graph's constants are
+                value = np.array(leaf.numpy() if isinstance(leaf, Tensor) else leaf)
             if value.dtype.kind not in "biuf":
                 raise user_error(TypeError, where, f"{_name(fn)} returned a {type(leaf).__name__} of dtype "
                                  f"{value.dtype}; it must return arrays (bool, integer or float)")
             outputs.append(value)
     return outputs
+
+
+# ---------------------------------------------------------------- weakly typed values: Python numbers
+# A loop's index is a Python int eagerly, and so is it in a traced body (a weakly typed node whose code gets the
+# int), so `c * w + i` with a float32 carry stays float32 on every path (JAX's index is an int32 for the same
+# reason). A carry that starts as a Python number stays one where the body keeps it one, which JAX's rule is
+# too: weakly typed in the traced body, and after the loop a Python number on every path (`v * 1.5` from 1.0);
+# where the body makes it a NumPy value (`dg.sin(v)`), the body is traced again with it strongly typed, and
+# the loop gives a NumPy float64, as eagerly. cond's outputs likewise: weak where both branches give a weakly
+# typed value.
+_NUMBERS = (int, float, complex)  # (not bool: NumPy types a bool strongly)
+
+
+def _weak(value):
+    """Whether `value` is weakly typed: a Python number, or a node dg.compile traces for one."""
+    return type(value) in _NUMBERS or type(value) is WeakScalar
+
+
+def _python_number(x):
+    return x.item() if hasattr(x, "item") else x
+
+
+def _same_batch(op, values, batched, attrs):
+    return values[0], batched[0]
+
+
+# a value of a node as a Python number again (`.item()`): a weakly typed carry or result of control flow
+PYTHON_NUMBER = Op("python_number", _python_number, (lambda g, out, x: g,), (lambda t, out, x: t,),
+                   lambda shape: tuple(shape), True, dtype=lambda dtype: np.dtype(dtype), batch=_same_batch)
+
+
+def _as_weak(value, kind):
+    """`value` (a node's value) as a weakly typed one where `kind` says so: a Python number eagerly, a
+    PYTHON_NUMBER node (ir.WeakScalar) in a graph; a transform's box stays as it is."""
+    if not kind or _weak(value):
+        return value
+    if type(value) is Symbol:
+        out = apply(PYTHON_NUMBER, (value,))
+        out.__class__ = WeakScalar
+        return out
+    if isinstance(value, Tensor):
+        return value
+    return kind(_python_number(value)) if np.ndim(value) == 0 else value
+
+
+def _weak_kind(value):
+    """The Python type a weakly typed `value` stands for (int, float, complex), else None."""
+    if type(value) is WeakScalar:
+        return {"i": int, "f": float, "c": complex}[value._dtype.kind]
+    return type(value) if type(value) in _NUMBERS else None
+
+
+def _typed(value, weak, where):
+    """An operand of a control-flow node: a weakly typed one as it is (a Python number, a traced one), else as
+    `_operand` makes it (a traced Python number made a NumPy value: the body makes it one)."""
+    if weak:
+        return value
+    if type(value) is WeakScalar:
+        return astype(value, value.dtype)  # (a strongly typed node of the same value)
+    return _operand(value, where)
 
 
 def _graph_mode(*values):
@@ -440,7 +518,8 @@ def _scan(f, init, xs, length, reverse, where, index):
     reverse = bool(reverse)
     if not _graph_mode(*init_leaves, *xs_leaves):
         return _eager_scan(call, f, init, xs_leaves, xs_def, n, reverse, where, index)
-    init_leaves = [_operand(v, where) for v in init_leaves]
+    kinds = [_weak_kind(v) for v in init_leaves]
+    init_leaves = [v if k else _operand(v, where) for v, k in zip(init_leaves, kinds)]
     xs_leaves = [_operand(v, where) for v in xs_leaves]
     carry_avals = [_aval_of(v) for v in init_leaves]
     x_avals = [None if x is None else (_aval_of(x)[0][1:], _aval_of(x)[1]) for x in xs_leaves]
@@ -459,11 +538,19 @@ def _scan(f, init, xs, length, reverse, where, index):
         y_leaves, shapes["y"] = tree_flatten(out[1])
         return list(tree_flatten(out[0])[0]), y_leaves
 
-    index_aval = [((), np.dtype(np.int64))] if index is not None else []
-    graph, params, (carry_out, y_leaves) = _trace(traced, index_aval + carry_avals + x_avals,
-                                                  ["i"] * len(index_aval) + ["carry"] * n_c + ["x"] * n_x, where)
+    index_aval = [((), np.dtype(np.int64))] if index is not None else []  # the index: a Python int, weakly typed
+    weak = [k is not None for k in kinds]
+    while True:  # (twice at most: again with the carries the body makes NumPy values typed strongly)
+        graph, params, (carry_out, y_leaves) = _trace(traced, index_aval + carry_avals + x_avals,
+                                                      ["i"] * len(index_aval) + ["carry"] * n_c + ["x"] * n_x, where,
+                                                      [True] * len(index_aval) + weak + [False] * n_x)
+        kept = [w and _weak(o) for w, o in zip(weak, carry_out)]
+        if kept == weak:
+            break
+        weak = kept
+    init_leaves = [_typed(v, w, where) for v, w in zip(init_leaves, weak)]
     present = [k for k, y in enumerate(y_leaves) if y is not None]
-    outputs = _outputs(graph, carry_out + [y_leaves[k] for k in present], where, f)
+    outputs = _outputs(graph, carry_out + [y_leaves[k] for k in present], where, f, weak)
     operands = [*init_leaves, *[x for x in xs_leaves if x is not None],
                 *[outer for outer, _ in graph.captured.values()]]
     # under a reverse-mode transform the node also stacks the carry before each step, which its gradient
@@ -481,7 +568,8 @@ def _scan(f, init, xs, length, reverse, where, index):
     ys = [None] * len(y_leaves)
     for k, part in zip(present, parts[n_c:]):
         ys[k] = part
-    return tree_unflatten(init_def, parts[:n_c]), tree_unflatten(shapes["y"], ys)
+    carry = [_as_weak(part, kind if w else None) for part, kind, w in zip(parts[:n_c], kinds, weak)]
+    return tree_unflatten(init_def, carry), tree_unflatten(shapes["y"], ys)
 
 
 def _eager_scan(call, f, init, xs_leaves, xs_def, n, reverse, where, index):
@@ -489,7 +577,7 @@ def _eager_scan(call, f, init, xs_leaves, xs_def, n, reverse, where, index):
     ys = [None] * n
     for k in (range(n - 1, -1, -1) if reverse else range(n)):
         x = tree_unflatten(xs_def, [None if leaf is None else leaf[k] for leaf in xs_leaves])
-        out = call(None if index is None else np.int64(index + k), carry, x)
+        out = call(None if index is None else index + k, carry, x)  # the index: a Python int
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise user_error(TypeError, where, f"{_name(f)} must return a pair (carry, y), got {type(out).__name__}")
         _check_types(where, f, carry, out[0])
@@ -519,7 +607,7 @@ def _scan_forward(*inputs, **attrs):
     n, index, n_c = attrs["length"], attrs["index"], attrs["carries"]
     ys = [np.empty(s, d) for s, d in body.layout.avals[n_c:]]
     for k in (range(n - 1, -1, -1) if attrs["reverse"] else range(n)):
-        step = ([np.int64(index + k)] if index is not None else []) + carry + [x[k] for x in xs] + consts
+        step = ([index + k] if index is not None else []) + carry + [x[k] for x in xs] + consts
         out = body.run(step)
         carry = out[:n_c]
         for y, v in zip(ys, out[n_c:]):
@@ -636,8 +724,7 @@ def _scan_emit(writer, node, args, target):
     read.update(body.symbol_outputs())
     if index is not None and body.params[0] in read:
         names[body.params[0]] = writer.name("i")
-        inner.append(f"{names[body.params[0]]} = np.int64({k} + {index})" if index else
-                     f"{names[body.params[0]]} = np.int64({k})")
+        inner.append(f"{names[body.params[0]]} = {k} + {index}" if index else f"{names[body.params[0]]} = {k}")
     inner += [f"{names[p]} = {x}[{k}]" for p, x in zip(params[n_c:], xs) if p in read]
     block, _ = writer.block(body, names)
     inner += block
@@ -694,7 +781,8 @@ def _per_example(pred, value):
 
 def fori_loop(lower, upper, body_fun, init_val):
     """`body_fun(i, val) -> val` for i from `lower` to `upper - 1`; returns the final val (JAX's
-    `lax.fori_loop`; i is an int64 scalar). With bounds that are Python integers it is a scan (both
+    `lax.fori_loop`; i is a Python int, weakly typed on every path, so that `c * w + i` keeps a float32
+    carry float32, as JAX's int32 index does). With bounds that are Python integers it is a scan (both
     modes of differentiation); with bounds that are traced values, a while_loop (forward mode only).
 
     >>> import dagrad as dg, numpy as np
@@ -717,15 +805,15 @@ def fori_loop(lower, upper, body_fun, init_val):
         if not _graph_mode(*tree_flatten(init_val)[0]):
             _known_sizes(tree_flatten(init_val)[0], "fori_loop")
             val = init_val
-            for i in range(lower, upper):
-                new = body_fun(np.int64(i), val)
+            for i in range(lower, upper):  # i: a Python int (weakly typed), on every path
+                new = body_fun(i, val)
                 _check_types("fori_loop", body_fun, val, new)
                 val = new
             return val
         return _scan(lambda i, c, x: (body_fun(i, c), None), init_val, None, max(upper - lower, 0), False,
                      "fori_loop", lower)[0]
     lower, upper = (astype(b, np.int64) if isinstance(b, Tensor) else np.int64(b) for b in bounds)
-    return _while(lambda s: s[0] < s[1], lambda s: (s[0] + np.int64(1), s[1], body_fun(s[0], s[2])),
+    return _while(lambda s: s[0] < s[1], lambda s: (s[0] + np.int64(1), s[1], body_fun(_as_weak(s[0], int), s[2])),
                   (lower, upper, init_val), "fori_loop", body_fun)[2]
 
 
@@ -770,7 +858,8 @@ def _while(cond_fun, body_fun, init, where, named):
             new = body_fun(val)
             _check_types(where, named, val, new)
             val = _each_example(pred, new, val) if _is_batched(pred) else new
-    leaves = [_operand(v, where) for v in leaves]
+    kinds = [_weak_kind(v) for v in leaves]
+    leaves = [v if k else _operand(v, where) for v, k in zip(leaves, kinds)]
     avals = [_aval_of(v) for v in leaves]
     names = ["carry"] * len(leaves)
 
@@ -783,13 +872,21 @@ def _while(cond_fun, body_fun, init, where, named):
         _check_types(where, named, carry, new)
         return tree_flatten(new)[0]
 
-    graph, params, out = _trace(traced_cond, avals, names, where)
+    weak = [k is not None for k in kinds]
+    while True:  # (twice at most: again with the carries the body makes NumPy values typed strongly)
+        body_graph, body_params, body_out = _trace(traced_body, avals, names, where, weak)
+        kept = [w and _weak(o) for w, o in zip(weak, body_out)]
+        if kept == weak:
+            break
+        weak = kept
+    leaves = [_typed(v, w, where) for v, w in zip(leaves, weak)]
+    graph, params, out = _trace(traced_cond, avals, names, where, weak)
     test = Body(graph, params, _outputs(graph, out, where, cond_fun), cond_fun)
-    graph, params, out = _trace(traced_body, avals, names, where)
-    body = Body(graph, params, _outputs(graph, out, where, named), body_fun)
+    body = Body(body_graph, body_params, _outputs(body_graph, body_out, where, named, weak), body_fun)
     body.layout = _Layout(avals)
     out = apply(WHILE, (*leaves, *test.captures, *body.captures), {"cond": test, "body": body})
-    return tree_unflatten(tree, body.layout.unpack(out))
+    carry = [_as_weak(part, kind if w else None) for part, kind, w in zip(body.layout.unpack(out), kinds, weak)]
+    return tree_unflatten(tree, carry)
 
 
 def _innermost(value):
@@ -940,27 +1037,31 @@ def cond(pred, true_fun, false_fun, *operands):
         with Graph():
             _, _, other_out = _trace(lambda *p: other(*tree_unflatten(tree, p)),
                                      [None if v is None else _aval_of(v) for v in leaves], ["operand"] * len(leaves),
-                                     "cond")
+                                     "cond", [_weak(v) for v in leaves])
         _check_types("cond", other, out, other_out, carry=False)
-        return out
+        # a Python number from the branch taken is weakly typed only if the other branch's is too, as compiled
+        out_leaves, out_def = tree_flatten(out)
+        return tree_unflatten(out_def, [np.asarray(v)[()] if _weak(v) and not _weak(o) else v
+                                        for v, o in zip(out_leaves, tree_flatten(other_out)[0])])
     pred = _operand(pred, "cond")
     _truth(pred, "cond", "pred")
-    leaves = [_operand(v, "cond") for v in leaves]
+    weak = [_weak(v) for v in leaves]
+    leaves = [v if w else _operand(v, "cond") for v, w in zip(leaves, weak)]
     avals = [None if v is None else _aval_of(v) for v in leaves]
-    bodies = []
-    outs = []
-    for fn in (true_fun, false_fun):
-        graph, params, out = _trace(lambda *p, fn=fn: fn(*tree_unflatten(tree, p)), avals,
-                                    ["operand"] * len(leaves), "cond")
-        outs.append(out)
-        out_leaves, out_def = tree_flatten(out)
-        bodies.append(Body(graph, [p for p in params if p is not None], _outputs(graph, out_leaves, "cond", fn), fn))
-    _check_types("cond", false_fun, outs[0], outs[1], carry=False)
-    true, false = bodies
+    traces = [_trace(lambda *p, fn=fn: fn(*tree_unflatten(tree, p)), avals, ["operand"] * len(leaves), "cond", weak)
+              for fn in (true_fun, false_fun)]
+    _check_types("cond", false_fun, traces[0][2], traces[1][2], carry=False)
+    (true_leaves, out_def), (false_leaves, _) = (tree_flatten(out) for _, _, out in traces)
+    # an output is weakly typed (a Python number) where both branches give a weakly typed value
+    kinds = [_weak_kind(a) if _weak(a) and _weak(b) else None for a, b in zip(true_leaves, false_leaves)]
+    true, false = (Body(graph, [p for p in params if p is not None],
+                        _outputs(graph, out_leaves, "cond", fn, [k is not None for k in kinds]), fn)
+                   for (graph, params, _), out_leaves, fn in zip(traces, (true_leaves, false_leaves),
+                                                                 (true_fun, false_fun)))
     true.layout = false.layout = _Layout(true.avals)
     present = [v for v in leaves if v is not None]
     out = apply(COND, (pred, *present, *true.captures, *false.captures), {"true": true, "false": false})
-    return tree_unflatten(out_def, true.layout.unpack(out))
+    return tree_unflatten(out_def, [_as_weak(part, kind) for part, kind in zip(true.layout.unpack(out), kinds)])
 
 
 def _cond_parts(inputs, attrs):

@@ -28,6 +28,7 @@ import numpy as np
 
 from ._core.dtypes import default_float, set_default_float
 from ._core.errors import user_error
+from ._core.ir import number_needed
 from ._core.random import as_generator, manual_seed
 from ._core.shapes import as_index, is_sequence
 from ._core.shapes import dtype_of as _dtype_of
@@ -155,8 +156,7 @@ def _real(x, what, where):
     """A NumPy scalar for a start, end, step or fill value (a 0-d eager Tensor or array gives its value)."""
     if isinstance(x, Tensor):
         if is_symbolic(x) or x._level:
-            raise user_error(TypeError, where, f"{what} must be a number, got a value that has none yet (a static "
-                             "graph's node or a value traced by a transform)", x)
+            raise number_needed(x, what, where, x)
         x = x.numpy()
     value = np.asarray(x)
     if value.ndim or value.dtype.kind not in "biuf":

@@ -7,11 +7,13 @@ and otherwise a composition of dagrad's ops, whose derivatives follow; `dagrad/n
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 
 import numpy as np
 
 from ._core.errors import op_error, user_error
+from ._core.ir import number_needed
 from ._core.shapes import normalize_axis, normalize_axis_index
 from ._core.shapes import shape_of as _shape
 from ._core.tensor import Batched, Tensor, is_symbolic
@@ -83,7 +85,26 @@ def _traced(*values):
     return builtins.any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _traced(*v)) for v in values)
 
 
+def _parameter(name, k):
+    """The name of NumPy's function `name`'s parameter number `k` (or the keyword `k`), for messages."""
+    if type(k) is str:
+        return k
+    try:
+        return list(inspect.signature(getattr(np, name)).parameters)[k]
+    except (TypeError, ValueError, IndexError):  # a function without a signature
+        return f"argument {k}"
+
+
 def _numpy(name, *args, **kwargs):
+    """NumPy's `name`, for arguments dagrad does not compute on (the first is no Tensor). Another one that is
+    a Tensor without a value (a traced Python float: quantile's q) is refused: NumPy would hand it back here
+    (__array_function__) without end; an eager one gives its values."""
+    if _traced(*args, *kwargs.values()):
+        for k, v in [*enumerate(args), *kwargs.items()]:
+            if isinstance(v, Tensor) and (is_symbolic(v) or v._level or v._requires_grad):
+                raise number_needed(v, _parameter(name, k), name)
+        args = [v.numpy() if isinstance(v, Tensor) else v for v in args]
+        kwargs = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in kwargs.items()}
     try:
         return getattr(np, name)(*args, **kwargs)
     except (TypeError, ValueError, IndexError) as err:

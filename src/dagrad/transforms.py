@@ -111,11 +111,22 @@ def _normalize_argnums(argnums, nargs, where):
     return single, positions
 
 
+def _widened(got, want):
+    """Whether a cotangent of dtype `got` for an input of dtype `want` is the input's type promoted (float64 for
+    float32, complex for complex64, real for complex): cast back to `want`, not refused."""
+    if got == want or want.kind not in "fc":
+        return False
+    return (want.kind == "c" and got.kind != "c") or (got.kind == want.kind and np.can_cast(want, got))
+
+
 def _finish_ct(ct, original, like_value):
     """A cotangent or tangent as the user receives it: same kind as the input they passed."""
     if ct is None:
         ct = _filled_like(like_value, 0)
-    elif _dtype(like_value).kind == "c" and _dtype(ct).kind != "c":  # a complex input's gradient is complex
+    elif _widened(_dtype(ct), _dtype(like_value)):
+        # a complex input's gradient is complex; a float32 input's is float32 though its use promoted it
+        # (float32 * float64 data), as PyTorch and JAX cast a gradient back to its input's dtype. (A narrower
+        # or complex gradient for a real input is a rule's mistake, left for gradcheck to see.)
         ct = astype(ct, _dtype(like_value))
     if type(original) is Tensor and original._level == 0:
         return ct if isinstance(ct, Tensor) else _leaf(ct if is_foreign(ct) else np.asarray(ct), False)

@@ -94,5 +94,5 @@ def attr(name):
 
 def real_part(dtype, /, *others, **attrs):
     """The real dtype of a complex one (np.real, np.abs, np.angle); a real dtype as it is."""
-    dtype = np.dtype(dtype if not isinstance(dtype, type) else _WEAK[dtype])
+    dtype = np.result_type(_WEAK.get(dtype, dtype))  # a Python type alone: its NumPy default (float64, ...)
     return np.finfo(dtype).dtype if dtype.kind == "c" else dtype

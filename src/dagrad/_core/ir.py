@@ -392,9 +392,10 @@ def _weakly(name):
 
 
 class WeakScalar(Symbol):
-    """A Python float or complex argument of dg.compile (its placeholder), or Python's arithmetic on such
-    values only (`w * 2.0`): its dtype (float64, complex128) is typed weakly by the dtype rules, as NumPy 2
-    types a Python number (float32 data times it stays float32). The compiled code gets the number itself
+    """A Python float or complex argument of dg.compile (its placeholder), a loop's index or a carry that
+    started as a Python number (dagrad/control.py), or Python's arithmetic on such values only (`w * 2.0`):
+    its dtype (float64, complex128, int64) is typed weakly by the dtype rules, as NumPy 2 types a Python
+    number (float32 data times it stays float32). The compiled code gets the number itself
     and computes the arithmetic with Python's operators (compile/codegen.py), so every value and dtype is
     the one eager code gives. dagrad's functions of it (`dg.sin(w)`) are NumPy values, typed strongly, as
     eagerly."""
@@ -405,12 +406,37 @@ class WeakScalar(Symbol):
                                                                           "__rtruediv__"))
     __pow__, __rpow__, __neg__, __pos__, __abs__ = (_weakly(n) for n in ("__pow__", "__rpow__", "__neg__",
                                                                           "__pos__", "__abs__"))
+    __mod__, __rmod__ = _weakly("__mod__"), _weakly("__rmod__")  # (`//` and divmod: _methods.py binds them)
 
 
 # what needs a value refuses a Symbol (its _value is itself: Tensor._raw would never end)
 for _name, _what in (("numpy", "numpy()"), ("_raw", "the values"), ("item", "item()"), ("__array__", "np.asarray()"),
                      ("__float__", "float()"), ("__int__", "int()"), ("__index__", "use as an index")):
     setattr(Symbol, _name, _refuse(_what))
+
+
+def number_needed(value, name, where, *operands):
+    """The TypeError for `name`, a number that `where` checks or uses in Python (dropout's p, leaky_relu's
+    slope, quantile's q, a fill value), when `value` has no value yet: a Python float argument dg.compile
+    traces (static_argnames/static_argnums make it a constant of the code), a static graph's node, a value a
+    transform traces. One message for every such validator."""
+    if isinstance(value, Symbol) and value.graph.tracing:
+        floats = [n.name for n in walk([value]) if type(n) is WeakScalar and n.op is None and n.name]
+        what = (f"the Python float argument {floats[0]!r}" if value.op is None and floats else
+                f"a value computed from the Python float argument(s) {', '.join(map(repr, floats))}" if floats else
+                "a value computed from the arguments")
+        hint = (f"make it a constant of the code with dg.compile(f, static_argnames=({floats[0]!r},)) (or "
+                "static_argnums)" if floats else "compute it from constants or static arguments (static_argnames, "
+                "static_argnums)")
+        message = (f"{name} must be a number known when dg.compile({value.graph.tracing}) traces the function, got "
+                   f"{what}, which it traces as a 0-d value: {hint}")
+    elif isinstance(value, Symbol):
+        message = (f"{name} must be a number, got {value._label()}, whose value exists only inside Session.run")
+    elif isinstance(value, Tensor) and value._level:
+        message = f"{name} must be a number, got a value a transform (grad, vmap, jvp) traces: it is not one here"
+    else:
+        message = f"{name} must be a number, got a Tensor that requires grad: pass a number (t.item())"
+    return user_error(TypeError, where, message, *operands)
 
 
 def checked_value(value, shape, dtype, op, what):
@@ -474,6 +500,12 @@ def walk(roots, stop=(), limit=None):
     return seen
 
 
+def validating(nodes):
+    """The nodes among `nodes` whose op checks its run-time values (Op.validates): they run even when nothing
+    reads them (an index out of range raises IndexError on every path, as it does eagerly)."""
+    return [n for n in nodes if n.op is not None and n.op.validates]
+
+
 def ancestors(nodes):
     """`nodes` and every node they depend on, in creation order."""
     return sorted(walk(nodes), key=lambda node: node._seq)
@@ -497,7 +529,9 @@ def build(op, args, attrs):
             # an eager value used in a graph is a constant there, unless dg.compile traces a function
             # that reads parameters: see _lifted
             a = _lifted(graph, a) if graph.tracing is not None and a._requires_grad else a.numpy()
-        inputs.append(a)
+        inputs.append(_kept(a))
+    if attrs:
+        attrs = {k: _kept(v) for k, v in attrs.items()}
     shapes = [a._shape if isinstance(a, Symbol) else np.shape(a) for a in inputs]
     if any(s is None for s in shapes):
         shape = _any_rank_shape(op, inputs, shapes, attrs)
@@ -507,6 +541,17 @@ def build(op, args, attrs):
     requires_grad = any(isinstance(a, Symbol) and a._requires_grad for a in inputs)
     return new_symbol(graph, "op", shape, dtype, op, tuple(inputs), attrs,
                       requires_grad and op.differentiable and dtype.kind in "fc")
+
+
+def _kept(value):
+    """A constant as a node keeps it: a copy of a NumPy array (an operand, an index) that the caller may write
+    into later, so that the graph computes with the value it was built with (as tf.constant copies, and JAX's
+    trace bakes in a closed-over array), and so does every later run of it or of a compiled function."""
+    if type(value) is np.ndarray:
+        return value.copy()
+    if type(value) is tuple and any(type(p) is np.ndarray or type(p) is tuple for p in value):
+        return tuple(_kept(p) for p in value)
+    return value
 
 
 def _lifted(graph, tensor):
@@ -577,11 +622,14 @@ def infer_shape(op, shapes, attrs, during=None, built_at=None):
 
 
 
+_WEAK_TYPES = {"c": complex, "f": float, "i": int}  # a weakly typed node's dtype kind -> the Python type it stands for
+
+
 def _rule_input(a):
     """What a dtype rule gets for an input: a dtype, the type of a Python number (NumPy 2 types
     those weakly: float32 + 2.0 is float32), or None for an absent optional input."""
     if isinstance(a, Symbol):
-        return (complex if a._dtype.kind == "c" else float) if type(a) is WeakScalar else a._dtype
+        return _WEAK_TYPES.get(a._dtype.kind, a._dtype) if type(a) is WeakScalar else a._dtype
     if a is None or type(a) in (int, float, complex):
         return a if a is None else type(a)
     if isinstance(a, (list, tuple)):  # a nested list of numbers: np.result_type reads a list as a record layout

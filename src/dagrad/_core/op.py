@@ -45,11 +45,11 @@ class Op:
 
     __slots__ = ("name", "forward", "vjp", "jvp", "shape", "differentiable", "function", "random", "fresh",
                  "shape_source", "dtype", "batch", "boxed_index", "bodies", "emit", "alias", "barrier",
-                 "numpy_only", "saves", "reads", "array_attrs", "_saved", "copies_beside")
+                 "numpy_only", "validates", "saves", "reads", "array_attrs", "_saved", "copies_beside")
 
     def __init__(self, name, forward, vjp, jvp, shape, differentiable, random=False, fresh=False,
                  shape_source=False, dtype=None, batch=None, boxed_index=False, bodies=None, emit=None, alias=None,
-                 barrier=False, numpy_only=False, saves=None):
+                 barrier=False, numpy_only=False, saves=None, validates=False):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -82,6 +82,12 @@ class Op:
         # its forward runs code only NumPy arrays go through (LAPACK, SciPy, a write into a NumPy array):
         # given a Dask array it would load it whole, silently, so a Dask value is refused instead
         self.numpy_only = numpy_only
+        # its forward raises on some run-time values (an index out of range, a singular matrix): a node of it
+        # whose value no output reads still runs, so that every path raises where eager code does. True, or
+        # for an index a function of the node's inputs and attrs giving its cheaper check, the integer arrays
+        # with the sizes and numbers of the axes they index [(array, size, axis)] (None: a size is unknown),
+        # which compile/passes.py runs in place of a node nothing reads
+        self.validates = validates
         # what the vjp reads (see the module docstring); `reads`: per input, the frozenset its rule reads
         # (ints: inputs, "out", attribute names), or None where every rule reads the same (`saves` flat)
         self.saves = saves
@@ -114,13 +120,14 @@ class Op:
 
 
 def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=False, shape_source=False, dtype=None,
-          batch=None, boxed_index=False, numpy_only=False, saves=None):
+          batch=None, boxed_index=False, numpy_only=False, saves=None, validates=False):
     """Declares a primitive op and returns it; `op.function` is its user-facing function.
 
     `forward(*arrays, **attrs)` computes on NumPy values. `vjp`/`jvp` and `saves` as in the module
     docstring; an op with neither is non-differentiable (e.g. comparisons). `nargs` (1 or 2) selects a
     fast calling convention for elementwise ops without attributes. `fresh`, `shape_source`, `dtype`,
-    `batch` and `boxed_index`, `numpy_only`: see Op (generic batching rules are in _core/batching.py).
+    `batch` and `boxed_index`, `numpy_only`, `validates`: see Op (generic batching rules are in
+    _core/batching.py).
     """
     if name in REGISTRY:
         raise user_error(ValueError, "defop", f"op {name!r} is declared twice")
@@ -128,7 +135,7 @@ def defop(name, forward, *, vjp=None, jvp=None, shape=None, nargs=None, fresh=Fa
         raise user_error(ValueError, "defop", f"op {name!r}: declare both vjp and jvp, or neither")
     _check_saves(name, saves, vjp)
     op = Op(name, forward, vjp, jvp, shape, vjp is not None, fresh=fresh, shape_source=shape_source, dtype=dtype,
-            batch=batch, boxed_index=boxed_index, numpy_only=numpy_only, saves=saves)
+            batch=batch, boxed_index=boxed_index, numpy_only=numpy_only, saves=saves, validates=validates)
     # The unary and binary functions take eager Tensors and plain values without `apply`: with
     # only the general function workload (a) costs 6.44 instead of 5.29 us/op (0.67 instead of
     # 0.55 of PyTorch's, over the 0.6 target), measured 2026-11-25

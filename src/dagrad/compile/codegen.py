@@ -31,7 +31,7 @@ import numpy as np
 
 from .._core.errors import GENERATED_PREFIX, printable, short_location
 from .._core.ir import Symbol, WeakScalar
-from .interpret import python_arithmetic
+from .interpret import POWER, PYTHON_POWER, python_arithmetic
 
 COMMENT_COLUMN = 56
 MAX_IDENTIFIER = 40  # a longer name (a user's dict key may be any text) is cut: names stay readable
@@ -145,9 +145,15 @@ class _Writer:
                 continue
             for key in op.bodies or ():
                 self.bind(node.attrs[key].nodes)
-            if op.emit is None and op not in self.bindings:
-                self.bindings[op] = self.naming.claim(op.name)
-                self.namespace[self.bindings[op]] = op.forward
+            if op.emit is None and not python_arithmetic(node):  # (Python's operators need no binding)
+                self.binding(op)
+
+    def binding(self, op):
+        """The name `op`'s forward has in the source (bound on first use)."""
+        if op not in self.bindings:
+            self.bindings[op] = self.naming.claim(op.name)
+            self.namespace[self.bindings[op]] = op.forward
+        return self.bindings[op]
 
     def name(self, wanted):
         """A new identifier from the naming table."""
@@ -182,7 +188,10 @@ class _Writer:
                 if dead:
                     code.append((f"del {', '.join(dead)}", node))
             elif python_arithmetic(node):  # Python's operator on Python numbers, as eager code computes it
-                text = f"{names[node]} = {python_arithmetic(node)[1].format(*args)}"
+                template = python_arithmetic(node)[1]
+                if node.op is POWER:  # its type depends on the values: python_power checks it
+                    template = template.replace("{power}", self.binding(PYTHON_POWER))
+                text = f"{names[node]} = {template.format(*args)}"
                 code = [(text + (f"; del {', '.join(dead)}" if dead else ""), node)]
             else:
                 args += _keyword_arguments(node.attrs or {}, self.constants)

@@ -11,23 +11,54 @@ import operator
 
 import numpy as np
 
+from .._core.dtypes import of_ufunc
 from .._core.errors import caller_line, printable
 from .._core.ir import Symbol, WeakScalar
+from .._core.op import Op
+from .._core.shapes import broadcast_shapes
 from ..ops import elementwise
+
+# Python's `//` on Python numbers (a weakly typed node: `w // 2` for a float argument w), as one node; NumPy's
+# floor_divide is its forward (what a graph of it runs outside generated code), and its gradient is zero
+FLOOR_DIVIDE = Op("floor_divide", np.floor_divide, None, None, broadcast_shapes, False, dtype=of_ufunc(np.floor_divide))
 
 # Python's arithmetic on Python numbers (ir.WeakScalar nodes: `w * 2.0` for a float argument w) computed as
 # eager code computes it, with Python's operators: the result is a Python number (weakly typed in NumPy),
 # and its ** is C's pow, which can differ from NumPy's power by an ulp. Each: (function, source template).
-PYTHON_ARITHMETIC = {f.op: entry for f, entry in (
-    (elementwise.add, (operator.add, "({}) + ({})")), (elementwise.subtract, (operator.sub, "({}) - ({})")),
-    (elementwise.multiply, (operator.mul, "({}) * ({})")), (elementwise.divide, (operator.truediv, "({}) / ({})")),
-    (elementwise.power, (operator.pow, "({}) ** ({})")), (elementwise.negative, (operator.neg, "-({})")),
-    (elementwise.positive, (operator.pos, "+({})")), (elementwise.abs, (operator.abs, "abs({})")))}
+PYTHON_ARITHMETIC = {op: entry for op, entry in (
+    (elementwise.add.op, (operator.add, "({}) + ({})")), (elementwise.subtract.op, (operator.sub, "({}) - ({})")),
+    (elementwise.multiply.op, (operator.mul, "({}) * ({})")),
+    (elementwise.divide.op, (operator.truediv, "({}) / ({})")),
+    (elementwise.mod.op, (operator.mod, "({}) % ({})")), (FLOOR_DIVIDE, (operator.floordiv, "({}) // ({})")),
+    (elementwise.negative.op, (operator.neg, "-({})")), (elementwise.positive.op, (operator.pos, "+({})")),
+    (elementwise.abs.op, (operator.abs, "abs({})")))}
+POWER = elementwise.power.op
+_PYTHON_TYPES = {"b": "bool", "i": "int", "f": "float", "c": "complex"}
+
+
+def python_power(base, exponent, kind):
+    """Python's `base ** exponent`, whose type depends on the values (a negative float to a fractional power is
+    complex, an int to a negative power a float): a result not of the type `kind` ('float', ...) dg.compile
+    traced raises TypeError (dg.compile then runs the function itself for that call, as eagerly)."""
+    out = base ** exponent
+    if type(out).__name__ != kind:
+        raise TypeError(f"{base!r} ** {exponent!r} is a Python {type(out).__name__}, traced as a {kind}: its type "
+                        "depends on the values (pass the number in static_argnames to make it a constant)")
+    return out
+
+
+PYTHON_POWER = Op("python_power", python_power, None, None, broadcast_shapes, False)  # how generated code calls it
 
 
 def python_arithmetic(node):
-    """(function, source template) of a weakly typed node computed with Python's operator, else None."""
-    return PYTHON_ARITHMETIC.get(node.op) if type(node) is WeakScalar else None
+    """(function, source template) of a weakly typed node computed with Python's operator, else None. A power's
+    template has `{power}` where its function's name goes (python_power: its type depends on the values)."""
+    if type(node) is not WeakScalar:
+        return None
+    if node.op is POWER:
+        kind = _PYTHON_TYPES[node._dtype.kind]
+        return (lambda base, exponent: python_power(base, exponent, kind)), f"{{power}}({{}}, {{}}, {kind!r})"
+    return PYTHON_ARITHMETIC.get(node.op)
 
 
 def eval_graph(program, args, where="the reference interpreter"):

@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 
 from .._core import structural
-from .._core.ir import Symbol, WeakScalar, new_symbol
+from .._core.ir import Symbol, WeakScalar, new_symbol, validating, walk
 from .._core.op import Op
 from .._core.shapes import broadcast_shapes, summed_axes
 from ..ops import elementwise, shape
@@ -100,12 +100,72 @@ def _optimize_bodies(program, report):
         node.attrs = attrs  # a new dict: the node is the program's own, its attrs may be shared
 
 
-def remove_dead_nodes(program, report):
-    """Drops every node that no output needs."""
-    removed = program.schedule()
+def remove_dead_nodes(program, report, replaced=frozenset()):
+    """Drops every node that no output needs, but for those that check values (Op.validates), which run
+    whatever reads them: an unread one with a cheaper check (an index's bounds for a gather) becomes that check.
+    A node a rewrite `replaced` checks nothing its replacement does not (a merged twin, a fold that ran it
+    without error on constants): it goes."""
+    checks = _checks_in_place(program, replaced)
+    if checks:
+        report.add("dead_nodes", "unread index -> bounds check", checks)
+    removed = program.schedule(replaced)
     if removed:
         report.add("dead_nodes", "removed nodes no output needs", removed)
-    return removed
+    return removed + checks
+
+
+# ---------------------------------------------------------------- the checks of unread values
+# An index out of range raises IndexError on every path (SPEC), read or not: eagerly `dg.ones_like(x[i])` and
+# `x[i].shape` raise. A gather nothing reads is replaced by a check of its index arrays against the sizes of the
+# axes they index, which costs a comparison per index instead of the gather (and its array of results).
+
+
+def index_check(*arrays, sizes, axes):
+    """Raises NumPy's IndexError if an entry of `arrays[k]` is out of range for an axis of size `sizes[k]` (axis
+    number `axes[k]`, for the message); negative entries count from the end."""
+    for a, n, axis in zip(arrays, sizes, axes):
+        a = np.asarray(a)
+        bad = (a < -n) | (a >= n)
+        if bad.any():
+            raise IndexError(f"index {a[bad].flat[0]} is out of bounds for axis {axis} with size {n}")
+    return np.True_
+
+
+_BOUNDS = {}  # an indexing op -> its check, named after it (`gather_bounds`): an error names the op checked
+
+
+def _bounds_op(op):
+    check = _BOUNDS.get(op)
+    if check is None:
+        check = _BOUNDS[op] = Op(f"{op.name}_bounds", index_check, None, None, lambda *shapes, sizes, axes: (), False,
+                                 dtype=lambda *dtypes, sizes, axes: np.dtype(bool), validates=True)
+    return check
+
+
+def _bounds(node):
+    """The cheaper check an op declares for an indexing node ([(array, size, axis)]), or None."""
+    validates = node.op.validates
+    return validates(*node.inputs, **(node.attrs or {})) if callable(validates) else None
+
+
+def _checks_in_place(program, exempt):
+    """Replaces each unread indexing node by the check of its indices (`index_check`); returns how many."""
+    nodes = [n for n in program.nodes if n not in exempt]
+    kept = [n for n in validating(nodes) if _bounds(n) is None]  # checked by running them whole
+    needed = walk(program.symbol_outputs() + kept)
+    replaced = {}
+    for node in nodes:
+        if node in needed or node.op is None or not node.op.validates:
+            continue
+        found = _bounds(node)
+        if found is not None:
+            arrays, sizes, axes = zip(*found) if found else ((), (), ())
+            check = new_symbol(program.graph, "op", (), np.dtype(bool), _bounds_op(node.op), arrays,
+                               {"sizes": tuple(int(n) for n in sizes), "axes": tuple(axes)})
+            replaced[node] = _placed(check, node)
+    if replaced:
+        program.graph.nodes = [n for n in program.graph.nodes if n not in replaced]
+    return len(replaced)
 
 
 def _rewrite(pass_name, rule, program, report):
@@ -131,7 +191,7 @@ def _rewrite(pass_name, rule, program, report):
                 context.outputs[new] = True
     if replaced:
         program.outputs = [replaced.get(o, o) if isinstance(o, Symbol) else o for o in program.outputs]
-        remove_dead_nodes(program, report)  # the replaced nodes, and puts new nodes in order
+        remove_dead_nodes(program, report, replaced)  # the replaced nodes, and puts new nodes in order
     return len(replaced)
 
 

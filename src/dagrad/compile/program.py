@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .._core.errors import user_error
-from .._core.ir import Graph, Symbol, ancestors, infer_shape, new_symbol, walk
+from .._core.ir import Graph, Symbol, ancestors, infer_shape, new_symbol, validating, walk
 from .._core.shapes import runtime_shape
 
 
@@ -38,12 +38,14 @@ class Program:
     def symbol_outputs(self):
         return [o for o in self.outputs if isinstance(o, Symbol)]
 
-    def schedule(self):
-        """Keeps only the inputs and the nodes the outputs need, in creation order (a node that a
-        rewrite made takes the sequence number of the node it replaced). Returns how many were dropped."""
+    def schedule(self, exempt=frozenset()):
+        """Keeps only the inputs, the nodes the outputs need and the nodes that check values (`Op.validates`:
+        an index out of range raises, read or not, as it does eagerly; but those in `exempt`) with what they
+        need, in creation order (a node that a rewrite made takes the sequence number of the node it replaced).
+        Returns how many were dropped."""
         nodes = self.graph.nodes
         needed = dict.fromkeys(self.inputs)
-        needed.update(walk(self.symbol_outputs()))
+        needed.update(walk(self.symbol_outputs() + [n for n in validating(nodes) if n not in exempt]))
         # a stable sort: among nodes of one sequence number, the one made first comes first
         order = sorted((n for n in nodes if n in needed), key=attrgetter("_seq"))
         if len(order) != len(needed) or not _topological(order):

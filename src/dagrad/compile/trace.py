@@ -17,7 +17,7 @@ from ..ops.elementwise import full_like
 from .cache import LRUCache
 from .codegen import generate, identifier
 from .export import export_module
-from .interpret import eval_graph, node_error
+from .interpret import eval_graph, node_error, python_power
 from .passes import optimize
 from .program import Program, check_lazy
 from .signature import leaf_names, leaf_paths
@@ -110,13 +110,20 @@ class Compiled:
                 entry = self._cache.put(key, self._trace(leaves, entry.in_def, static))
                 extra = [read() for read in entry.reads]
             arrays = arrays + extra
-        if not self.optimize:  # the reference: each op's own forward, node by node
-            results = eval_graph(entry.program, arrays, "dg.compile(..., optimize=False)")
-        else:
-            try:
-                results = entry.generated.function(*arrays)
-            except Exception as err:
-                raise explain(err, entry.generated, "compiled code") from err
+        try:
+            if not self.optimize:  # the reference: each op's own forward, node by node
+                results = eval_graph(entry.program, arrays, "dg.compile(..., optimize=False)")
+            else:
+                try:
+                    results = entry.generated.function(*arrays)
+                except Exception as err:
+                    raise explain(err, entry.generated, "compiled code") from err
+        except TypeError as err:
+            if _raised_by(err.__cause__, python_power):
+                # Python's ** on traced numbers gave another type than traced (a negative float to a fractional
+                # power is complex): this call runs f itself, which computes what eager code computes
+                return self.f(*args, **kwargs)
+            raise
         if entry.writes:  # what it changed: parameters, their gradients, optimiser state (after every read)
             if entry.computes:
                 # parameters and optimiser state hold values (NumPy): over Dask data, the call computes what it
@@ -286,6 +293,14 @@ def _traced_backward(graph, loss, gradient):
                                           tensor.shape, tensor.dtype, "grad")
             g = incoming + g
         tensor._grad = g
+
+
+def _raised_by(err, function):
+    """Whether the exception `err` was raised in `function` itself (its innermost frame)."""
+    tb = getattr(err, "__traceback__", None)
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code is function.__code__
 
 
 def _grad_or_zeros(tensor):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._core.dtypes import default_float
 from .._core.errors import user_error
+from .._core.ir import number_needed
 from .._core.shapes import shape_of
 from .._core.tensor import Tensor
 from .module import Parameter
@@ -72,13 +73,21 @@ def _is_real(v):
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
+def _number(value, name, where, *operands):
+    """Refuses a value that has none yet (a traced Python float: static_argnames makes it a constant)."""
+    if isinstance(value, Tensor):
+        raise number_needed(value, name, where, *operands)
+
+
 def _positive_number(value, name, where, *operands):
+    _number(value, name, where, *operands)
     if not _is_real(value) or not value > 0:
         raise user_error(ValueError, where, f"{name} must be a positive number, got {value!r}", *operands)
     return value
 
 
 def _non_negative(value, name, where, *operands):
+    _number(value, name, where, *operands)
     if not _is_real(value) or not value >= 0:
         raise user_error(ValueError, where, f"{name} must be a non-negative number, got {value!r}", *operands)
     return value
@@ -86,6 +95,7 @@ def _non_negative(value, name, where, *operands):
 
 def _probability(p, name, where, *operands):
     """p, a real number in [0, 1], or a ValueError naming `where` (a string or None is refused too)."""
+    _number(p, name, where, *operands)
     if not _is_real(p) or not 0 <= p <= 1:
         raise user_error(ValueError, where, f"{name} must be in [0, 1], got {p!r}", *operands)
     return p

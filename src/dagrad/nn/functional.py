@@ -62,6 +62,7 @@ from ._common import (  # noqa: F401  (the layers and losses read these as F._in
     _int,
     _is_real,
     _non_negative,
+    _number,
     _pair,
     _positive_number,
     _probability,
@@ -268,6 +269,7 @@ def embedding(indices, weight):
 # so it differentiates at any order and builds static graphs. `inplace` is accepted for PyTorch's signatures; the
 # result is always a new tensor.
 def _real(value, name, where):
+    _number(value, name, where)
     if not _is_real(value):
         raise user_error(TypeError, where, f"{name} must be a real number, got {value!r}")
     return value

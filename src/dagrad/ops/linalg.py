@@ -645,6 +645,7 @@ _inv = defop(
     shape=_same_shape,
     dtype=_linalg_dtype,
     batch=batching.stacked,
+    validates=True,  # a singular matrix raises LinAlgError
 )
 
 
@@ -835,6 +836,7 @@ _solve = defop(
     shape=_solve_shape,
     dtype=_linalg_dtype,
     batch=lambda op, values, batched, attrs: _solve_batch(*values, *batched),
+    validates=True,  # a singular matrix raises LinAlgError
 )
 
 
@@ -892,6 +894,7 @@ _cholesky = defop(
     shape=_same_shape,
     dtype=_linalg_dtype,
     batch=batching.stacked,
+    validates=True,  # a matrix that is not positive definite raises LinAlgError
 )
 
 

@@ -277,8 +277,14 @@ def _nll_batch(op, values, batched, attrs):
     return (total / rows if reduction == "mean" else total), True
 
 
+def _nll_bounds(logp, target, reduction):
+    # Op.validates: a label out of range raises IndexError (the forward indexes axis 1 with the labels)
+    classes = shape_of(logp)[1]
+    return None if classes is None else [(target, classes, 1)]
+
+
 _nll = defop("nll_loss", _nll_forward, vjp=(_nll_vjp, None), jvp=(_nll_jvp, None), shape=_nll_shape,
-             dtype=_nll_dtype, batch=_nll_batch, saves=(1,))
+             dtype=_nll_dtype, batch=_nll_batch, saves=(1,), validates=_nll_bounds)
 
 
 @public(_nll)
@@ -302,7 +308,7 @@ def _class_labels(target, classes, ignore_index):
 
 
 CLASS_LABELS = Op("class_labels", _class_labels, None, None, lambda target, classes, ignore_index: tuple(target),
-                  False, dtype=first)
+                  False, dtype=first, validates=True)
 
 
 # -- binary cross-entropy of probabilities p against targets t, elementwise: one node, with PyTorch's
@@ -331,7 +337,7 @@ def _bce_grad_target(g, out, p, t):
 _bce_rules = (_bce_grad_input, _bce_grad_target)
 binary_cross_entropy = defop("binary_cross_entropy", _binary_cross_entropy, vjp=_bce_rules, jvp=_bce_rules,
                              shape=broadcast_shapes, nargs=2, batch=batching.elementwise,
-                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t), numpy_only=True,
+                             dtype=lambda p, t: promoted(of_ufunc(np.log)(p), t), numpy_only=True, validates=True,
                              saves=((0, 1), (0,))).function
 binary_cross_entropy.__doc__ = """-(t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100, with
 PyTorch's gradients (finite at p = 0 and 1); `dg.nn.functional.binary_cross_entropy` adds weight and reduction."""

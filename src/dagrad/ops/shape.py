@@ -364,6 +364,39 @@ def _scatter_add_batch(op, values, batched, attrs):
     return apply(op, (g, *arrays), {"index": template, "at": at, "shape": (size, *shape)}), True
 
 
+def _index_axes(template, at, ndim):
+    """The axis of an `ndim`-d array that each integer array of an index (at the positions `at` of `template`,
+    which holds None there) indexes, as NumPy assigns them: None (a new axis) takes none, Ellipsis the axes no
+    other part takes, anything else one."""
+    taken = sum(1 for k, p in enumerate(template) if k in at or (p is not None and p is not Ellipsis))
+    axes, axis = {}, 0
+    for k, p in enumerate(template):
+        if k in at:
+            axes[k] = axis
+            axis += 1
+        elif p is Ellipsis:
+            axis += ndim - taken
+        elif p is not None:
+            axis += 1
+    return [axes[k] for k in at]
+
+
+def _bounds(arrays, axes, shape):
+    """Op.validates of an index: [(array, size, axis)] for the integer `arrays` indexing `axes` of `shape`."""
+    shape = tuple(shape)
+    if any(shape[a] is None for a in axes):
+        return None
+    return [(a, shape[axis], axis) for a, axis in zip(arrays, axes)]
+
+
+def _gather_bounds(x, *arrays, index, at):
+    return _bounds(arrays, _index_axes(index, at, len(_shape(x))), _shape(x))
+
+
+def _scatter_add_bounds(g, *rest, index, at, shape):
+    return _bounds(rest[:len(at)], _index_axes(index, at, len(shape)), shape)
+
+
 _gather = defop(
     "gather",
     _gather_forward,
@@ -372,6 +405,7 @@ _gather = defop(
     shape=_gather_shape,
     dtype=first,
     batch=_gather_batch,
+    validates=_gather_bounds,  # an index out of range raises IndexError
     # undeclared (reads everything): its rules read every index array, inputs 1..k, whose number varies
 )
 _scatter_add = defop(
@@ -385,6 +419,7 @@ _scatter_add = defop(
     fresh=True,
     dtype=first,
     batch=_scatter_add_batch,
+    validates=_scatter_add_bounds,
     # undeclared, as gather's
 )
 
@@ -697,6 +732,7 @@ _take_along = defop(
     dtype=first,
     batch=_along_batch,
     saves=(1,),
+    validates=lambda x, indices, axis: _bounds((indices,), (axis,), _shape(x)),  # out of range: IndexError
 )
 _scatter_along = defop(
     "scatter_along_axis",
@@ -709,6 +745,7 @@ _scatter_along = defop(
     dtype=first,
     batch=_along_batch,
     saves=(1,),
+    validates=lambda v, indices, *source, axis, shape: _bounds((indices,), (axis,), shape),
 )
 
 # the orders of sort and partition (no gradient: they are integers)

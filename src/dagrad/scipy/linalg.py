@@ -137,7 +137,8 @@ def _solve_triangular_jvp(tangents, out, a, b, trans, lower, unit_diagonal):
 
 
 _solve_triangular_op = defop("solve_triangular", _solve_triangular_forward, vjp=_solve_triangular_vjp,
-                             jvp=_solve_triangular_jvp, shape=_solve_triangular_shape, dtype=floating, numpy_only=True)
+                             jvp=_solve_triangular_jvp, shape=_solve_triangular_shape, dtype=floating, numpy_only=True,
+                             validates=True)  # a singular matrix raises LinAlgError
 
 
 def _solve_triangular(a, b, trans, lower, unit_diagonal):

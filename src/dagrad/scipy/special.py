@@ -180,7 +180,8 @@ def _multidigamma(a, d):
 _multigammaln = defop("multigammaln", _multigammaln_forward, vjp=(lambda g, out, a, d: g * _multidigamma(a, d),),
                       jvp=(lambda t, out, a, d: t * _multidigamma(a, d),), shape=lambda a, d: tuple(a),
                       dtype=floating if _sp is None else (lambda a, d: of_ufunc(_sp.digamma)(a)),
-                      batch=batching.elementwise, numpy_only=True)  # SciPy's multigammaln is a Python function
+                      batch=batching.elementwise, numpy_only=True,  # SciPy's multigammaln is a Python function
+                      validates=True)  # a <= (d - 1) / 2 raises ValueError
 
 
 @public(_multigammaln)
