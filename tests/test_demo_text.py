@@ -115,6 +115,7 @@ def test_device_cuda_says_what_is_missing(monkeypatch, tmp_path, cupy, kind, wor
     ({"prompt": ""}, "the prompt is empty"),
     ({"steps": 0}, "steps must be an integer of at least 1, got 0"),
     ({"epochs": (3, 0)}, "epochs must be two integers of at least 1"),
+    ({"epochs": 3}, "(the Transformer's, the LSTM's), got 3"),
     ({"temperature": 0.0}, "the temperature must be positive, got 0.0"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_made(tmp_path, arguments, words):

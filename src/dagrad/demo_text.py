@@ -39,7 +39,12 @@ TEMPERATURE = 0.8
 
 
 def vocabulary(text):
-    """The characters of `text` in code-point order, and `text` as indices into them."""
+    """The characters of `text` in code-point order, and `text` as indices into them.
+
+    >>> chars, ids = vocabulary("abba")
+    >>> decode(chars, ids[::-1]), ids.tolist()
+    ('abba', [0, 1, 1, 0])
+    """
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     chars = np.unique(codes)
     return chars, np.searchsorted(chars, codes)
@@ -57,7 +62,12 @@ def split(ids, block=BLOCK):
 
 
 def windows(ids, context, offset=0):
-    """Non-overlapping windows of `context + 1` characters from `offset` on: (inputs, next characters)."""
+    """Non-overlapping windows of `context + 1` characters from `offset` on: (inputs, next characters).
+
+    >>> x, y = windows(np.arange(10), 3, offset=1)
+    >>> x.tolist(), y.tolist()
+    ([[1, 2, 3], [5, 6, 7]], [[2, 3, 4], [6, 7, 8]])
+    """
     n = (len(ids) - offset) // (context + 1)
     cut = ids[offset:offset + n * (context + 1)].reshape(n, context + 1)
     return cut[:, :-1], cut[:, 1:]
@@ -220,7 +230,8 @@ def plot(curves, held, baseline, path):
 def problem(epochs=EPOCHS, steps=None, device="cpu", prompt=PROMPT, temperature=TEMPERATURE):
     """None when `run` can take these arguments, else (exception class, message) saying why not (the command
     line prints the message, `run` raises it)."""
-    if len(epochs) != 2 or not all(isinstance(n, int) and n >= 1 for n in epochs):
+    if not (isinstance(epochs, (tuple, list)) and len(epochs) == 2
+            and all(isinstance(n, int) and n >= 1 for n in epochs)):
         return ValueError, f"epochs must be two integers of at least 1 (the Transformer's, the LSTM's), got {epochs}"
     if steps is not None and not (isinstance(steps, int) and steps >= 1):
         return ValueError, f"steps must be an integer of at least 1, got {steps!r}"
@@ -265,13 +276,15 @@ def run(out="dagrad-demo-text", epochs=EPOCHS, steps=None, seed=SEED, device="cp
     `epochs`: the Transformer's and the LSTM's; `steps` replaces both (a quick run). BLAS runs on one thread,
     as in the digits demo.
     """
-    why = problem(tuple(epochs), steps, device, prompt, temperature)  # before anything is trained or written
+    why = problem(epochs, steps, device, prompt, temperature)  # before anything is trained or written
     if why:
         raise user_error(why[0], "dagrad demo text", why[1])
     chars, ids = vocabulary(load_docs())
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
+        print("   (threadpoolctl is not installed: BLAS may run these small products on several threads, which can "
+              "make the demo ten times slower; pip install 'dagrad[demo]' or set OPENBLAS_NUM_THREADS=1)")
         return _run(out, chars, ids, epochs, steps, seed, prompt, temperature, widths)
     with threadpool_limits(limits=1, user_api="blas"):
         return _run(out, chars, ids, epochs, steps, seed, prompt, temperature, widths)
