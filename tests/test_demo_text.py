@@ -117,6 +117,8 @@ def test_device_cuda_says_what_is_missing(monkeypatch, tmp_path, cupy, kind, wor
     ({"epochs": (3, 0)}, "epochs must be two integers of at least 1"),
     ({"epochs": 3}, "(the Transformer's, the LSTM's), got 3"),
     ({"temperature": 0.0}, "the temperature must be positive, got 0.0"),
+    ({"seed": -1}, "the seed must be an integer of at least 0, got -1"),
+    ({"steps": True}, "steps must be an integer of at least 1, got True"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_made(tmp_path, arguments, words):
     with pytest.raises(ValueError, match="dagrad demo text") as info:

@@ -88,13 +88,12 @@ def _text_demo(args, text, demo) -> int:
     if args.out is not None or args.epochs is not None:
         demo.error("the text demo's options go after `text`: dagrad demo text --out DIR --epochs T L")
     given = {"epochs": args.text_epochs and tuple(args.text_epochs), "steps": args.steps, "device": args.device,
-             "prompt": args.prompt, "temperature": args.temperature}
+             "prompt": args.prompt, "temperature": args.temperature, "seed": args.seed}
     given = {name: value for name, value in given.items() if value is not None}
     why = problem(**given)
     if why:
         text.error(why[1])
-    given.update({name: value for name, value in (("out", args.text_out), ("seed", args.seed)) if value is not None})
-    run(**given)
+    run(**given, **({} if args.text_out is None else {"out": args.text_out}))
     return 0
 
 

@@ -51,6 +51,7 @@ def vocabulary(text):
 
 
 def decode(chars, ids):
+    """The text that indices into `chars` stand for."""
     return "".join(map(chr, chars[np.asarray(ids)]))
 
 
@@ -168,9 +169,9 @@ def train(name, model, train_ids, held_out, epochs, steps, lr, seed=SEED, compil
 
 def encode_prompt(chars, prompt):
     """`prompt` as indices into `chars`; an empty prompt or a character the text does not have is an error."""
-    problem = _prompt_problem(chars, prompt)
-    if problem:
-        raise user_error(ValueError, "dagrad demo text", problem)
+    why = _prompt_problem(chars, prompt)
+    if why:
+        raise user_error(ValueError, "dagrad demo text", why)
     index = {chr(c): i for i, c in enumerate(chars)}
     return [index[c] for c in prompt]
 
@@ -201,6 +202,7 @@ def generate(model, chars, prompt, length=300, temperature=TEMPERATURE, seed=SEE
 
 
 def plot(curves, held, baseline, path):
+    """The training losses (a moving average) and held-out losses of each model, and the baseline, as a PNG."""
     try:
         import matplotlib
 
@@ -227,15 +229,21 @@ def plot(curves, held, baseline, path):
     return path
 
 
-def problem(epochs=EPOCHS, steps=None, device="cpu", prompt=PROMPT, temperature=TEMPERATURE):
+def _integer(n, least):
+    return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= least
+
+
+def problem(epochs=EPOCHS, steps=None, device="cpu", prompt=PROMPT, temperature=TEMPERATURE, seed=SEED):
     """None when `run` can take these arguments, else (exception class, message) saying why not (the command
     line prints the message, `run` raises it)."""
-    if not (isinstance(epochs, (tuple, list)) and len(epochs) == 2
-            and all(isinstance(n, int) and n >= 1 for n in epochs)):
+    if not (isinstance(epochs, (tuple, list)) and len(epochs) == 2 and all(_integer(n, 1) for n in epochs)):
         return ValueError, f"epochs must be two integers of at least 1 (the Transformer's, the LSTM's), got {epochs}"
-    if steps is not None and not (isinstance(steps, int) and steps >= 1):
+    if steps is not None and not _integer(steps, 1):
         return ValueError, f"steps must be an integer of at least 1, got {steps!r}"
-    if not (isinstance(temperature, (int, float)) and 0 < temperature < math.inf):
+    if not _integer(seed, 0):
+        return ValueError, f"the seed must be an integer of at least 0, got {seed!r}"
+    if isinstance(temperature, bool) or not (isinstance(temperature, (int, float, np.number))
+                                             and 0 < temperature < math.inf):
         return ValueError, f"the temperature must be positive, got {temperature!r}"
     why = _device_problem(device)
     if why:
@@ -276,7 +284,7 @@ def run(out="dagrad-demo-text", epochs=EPOCHS, steps=None, seed=SEED, device="cp
     `epochs`: the Transformer's and the LSTM's; `steps` replaces both (a quick run). BLAS runs on one thread,
     as in the digits demo.
     """
-    why = problem(epochs, steps, device, prompt, temperature)  # before anything is trained or written
+    why = problem(epochs, steps, device, prompt, temperature, seed)  # before anything is trained or written
     if why:
         raise user_error(why[0], "dagrad demo text", why[1])
     chars, ids = vocabulary(load_docs())
