@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import math
 import sys
 import types
@@ -85,6 +86,7 @@ def test_a_sample_continues_the_prompt_with_the_texts_characters():
 
 def _fake_cupy(gpus):
     module = types.ModuleType("cupy")
+    module.__spec__ = importlib.machinery.ModuleSpec("cupy", None)
 
     def count():
         if isinstance(gpus, Exception):
@@ -97,8 +99,8 @@ def _fake_cupy(gpus):
 
 @pytest.mark.parametrize("cupy, kind, words", [
     (None, ImportError, "pip install 'dagrad[cupy]'"),
-    (_fake_cupy(0), RuntimeError, "found no CUDA GPU"),
-    (_fake_cupy(RuntimeError("cudaErrorNoDevice")), RuntimeError, "no CUDA GPU (RuntimeError: cudaErrorNoDevice)"),
+    (_fake_cupy(0), RuntimeError, "CuPy sees no CUDA GPU"),
+    (_fake_cupy(RuntimeError("cudaErrorNoDevice")), RuntimeError, "CuPy sees no CUDA GPU (or no driver)"),
     (_fake_cupy(1), NotImplementedError, "dagrad's nn layers cannot run on the GPU yet"),
 ])
 def test_device_cuda_says_what_is_missing(monkeypatch, tmp_path, cupy, kind, words):

@@ -11,6 +11,7 @@ lines and a note without them.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 
 import dagrad as dg
 
-from . import nn, optim
+from . import cuda, nn, optim
 from ._core.errors import user_error
 from .data import load_docs
 from .demo import _progress
@@ -260,16 +261,10 @@ def _device_problem(device):
         return None
     if kind != "cuda":
         return ValueError, f"--device must be cpu or cuda, got {device!r}"
-    try:
-        import cupy
-    except ImportError:
-        return ImportError, "--device cuda needs CuPy: pip install 'dagrad[cupy]' (CUDA 12)"
-    try:
-        gpus, why = cupy.cuda.runtime.getDeviceCount(), ""
-    except Exception as e:  # CuPy's CUDARuntimeError where there is no driver
-        gpus, why = 0, f" ({type(e).__name__}: {e})"
-    if not gpus:
-        return RuntimeError, f"--device cuda: CuPy found no CUDA GPU{why}"
+    if importlib.util.find_spec("cupy") is None:
+        return ImportError, f"--device cuda needs CuPy: {cuda.EXTRA} (CUDA 12)"
+    if not cuda.is_available():
+        return RuntimeError, "--device cuda: CuPy sees no CUDA GPU (or no driver)"
     return NotImplementedError, ("--device cuda: CuPy and a GPU are present, but dagrad's nn layers cannot run on "
                                  "the GPU yet (there is no Module.to('cuda'); docs/backends.md says what runs on "
                                  "CuPy); use --device cpu")
