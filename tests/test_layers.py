@@ -29,7 +29,7 @@ LAYERS = [
     ("dagrad.nn", 4), ("dagrad.nn.recurrent", 4), ("dagrad.nn.attention", 4), ("dagrad.nn.transformer", 4),
     ("dagrad.optim", 4), ("dagrad.io", 4), ("dagrad.data", 4), ("dagrad.utils", 4),
     ("dagrad.compat", 4),  # other libraries' namespaces (TF1's tf) over static graphs, nn and optim
-    ("dagrad.demo", 5), ("dagrad.__main__", 5),  # applications of the whole library
+    ("dagrad.demo", 5), ("dagrad.demo_text", 5), ("dagrad.__main__", 5),  # applications of the whole library
     ("dagrad", 5),  # the package's face: it re-exports everything
 ]
 # Function-level imports that do not dodge a cycle: the command line loads the demo only when asked

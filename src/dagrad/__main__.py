@@ -1,5 +1,6 @@
 """`dagrad demo [--out DIR]` (also `python -m dagrad demo`): train a CNN and an MLP on the
-8x8 digits (see dagrad/demo.py); `dagrad tour`: a short tour of the autodiff API."""
+8x8 digits (see dagrad/demo.py); `dagrad demo text`: a character-level Transformer and an LSTM on
+dagrad's docs (dagrad/demo_text.py); `dagrad tour`: a short tour of the autodiff API."""
 
 from __future__ import annotations
 
@@ -47,22 +48,53 @@ def tour() -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="dagrad", description="dagrad command line")
     sub = parser.add_subparsers(dest="command")
-    demo = sub.add_parser("demo", help="train a CNN and an MLP on the 8x8 digits and write the results")
-    demo.add_argument("--out", default="dagrad-demo", help="output folder (default: ./dagrad-demo)")
-    demo.add_argument("--epochs", type=int, nargs=2, metavar=("CNN", "MLP"), default=(30, 30),
+    demo = sub.add_parser("demo", help="train a CNN and an MLP on the 8x8 digits and write the results "
+                          "(`dagrad demo text`: a Transformer and an LSTM on text)")
+    # the digits demo's options; None when not given, so that they are not mistaken for the text demo's
+    demo.add_argument("--out", metavar="DIR", help="output folder (default: ./dagrad-demo)")
+    demo.add_argument("--epochs", type=int, nargs=2, metavar=("CNN", "MLP"),
                       help="training epochs of the CNN and of the MLP (default: 30 30)")
+    demos = demo.add_subparsers(dest="demo", metavar="{text}")
+    text = demos.add_parser("text", help="train a character-level Transformer and an LSTM on dagrad's docs, "
+                            "print samples and write the results")
+    # defaults None: run()'s own apply
+    text.add_argument("--out", dest="text_out", metavar="DIR", help="output folder (default: ./dagrad-demo-text)")
+    text.add_argument("--epochs", dest="text_epochs", type=int, nargs=2, metavar=("TRANSFORMER", "LSTM"),
+                      help="training epochs of the Transformer and of the LSTM (default: 4 3)")
+    text.add_argument("--steps", type=int, help="train each model this many steps instead (a quick run)")
+    text.add_argument("--seed", type=int, help="seed of the weights, the batches and the samples (default: 0)")
+    text.add_argument("--device", help="cpu (the default) or cuda")
+    text.add_argument("--prompt", help="what the samples start from (default: 'The gradient of ')")
+    text.add_argument("--temperature", type=float, help="of the samples (default: 0.8)")
     sub.add_parser("tour", help="a short tour of eager autodiff and the transforms")
     args = parser.parse_args(argv)
+    if args.command == "demo" and args.demo == "text":
+        return _text_demo(args, text, demo)
     if args.command == "demo":
         from .demo import run
 
-        run(args.out, tuple(args.epochs))
+        run(args.out or "dagrad-demo", tuple(args.epochs or (30, 30)))
         return 0
     if args.command == "tour":
         tour()
         return 0
     parser.print_help()
     return 1
+
+
+def _text_demo(args, text, demo) -> int:
+    from .demo_text import problem, run
+
+    if args.out is not None or args.epochs is not None:
+        demo.error("the text demo's options go after `text`: dagrad demo text --out DIR --epochs T L")
+    given = {"epochs": args.text_epochs and tuple(args.text_epochs), "steps": args.steps, "device": args.device,
+             "prompt": args.prompt, "temperature": args.temperature, "seed": args.seed}
+    given = {name: value for name, value in given.items() if value is not None}
+    why = problem(**given)
+    if why:
+        text.error(why[1])
+    run(**given, **({} if args.text_out is None else {"out": args.text_out}))
+    return 0
 
 
 if __name__ == "__main__":

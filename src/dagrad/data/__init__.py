@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["load_digits"]
+__all__ = ["load_digits", "load_docs"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -23,3 +23,15 @@ def load_digits(dtype="float64"):
         images = data["images"].astype(dtype) / 16.0
         labels = data["labels"].astype(np.int64)
     return images, labels
+
+
+def load_docs():
+    """dagrad's documentation (its `docs/*.md` joined in name order) as one string, the text of `dagrad demo
+    text`.
+
+    >>> from dagrad.data import load_docs
+    >>> text = load_docs()
+    >>> text[:16], len(text) > 100_000
+    ('# Architecture: ', True)
+    """
+    return (_HERE / "docs.txt").read_text(encoding="utf-8")
