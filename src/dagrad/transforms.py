@@ -13,7 +13,7 @@ from ._core.autodiff import check_numeric, reverse_sweep
 from ._core.backends import as_dtype, has_unknown_size, is_dask, is_foreign, ones, unknown_size_error, zeros
 from ._core.errors import user_error
 from ._core.ir import Symbol, WeakScalar
-from ._core.op import batch_broadcast, make_dual
+from ._core.op import batch_broadcast, is_constant, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
@@ -745,15 +745,9 @@ def _batch_size(leaves, axes, axis_size, treedef):
     return sizes[0][3]
 
 
-def _constant(x):
-    """Whether x is an eager Tensor that records nothing (an unmapped array vmap made one of, or a constant f
-    made): an array of it is what an array argument gives."""
-    return type(x) is Tensor and x._level == 0 and not x._symbolic and not x._requires_grad
-
-
 def _unbatched(o, axis, level, size, tensors):
     """An output of the mapped function with its examples on `axis` (None: one for all): an eager Tensor if
-    `tensors` (the arguments held one), else an array where it records nothing."""
+    `tensors` (the arguments held one), else an array where it is a constant Tensor (an unmapped argument's)."""
     if o is None:  # an empty pytree, as in JAX
         return None
     if isinstance(o, Tensor) and o._level == level:
@@ -762,10 +756,10 @@ def _unbatched(o, axis, level, size, tensors):
                              f"(shape {o.shape} per example); give it an axis")
         value = o._value
     else:
-        if not tensors and _constant(o):
+        if not tensors and is_constant(o):
             o = o._value
         if axis is None:
-            return _leaf(np.asarray(o), False) if tensors and not isinstance(o, Tensor) and not is_dask(o) else o
+            return _leaf(o if is_foreign(o) else np.asarray(o), False) if tensors and not isinstance(o, Tensor) else o
         value = o if isinstance(o, Tensor) or is_dask(o) else np.asarray(o)
         if size is None:  # a static graph's batch, of a size known only when it runs
             raise user_error(ValueError, "vmap", f"an output (shape {tuple(_shape(value))}) is the same for every "
@@ -780,6 +774,6 @@ def _unbatched(o, axis, level, size, tensors):
     axis %= rank
     if tensors and not isinstance(value, Tensor):
         value = _leaf(value, False)
-    elif not tensors and _constant(value):
+    elif not tensors and is_constant(value):
         value = value._value
     return moveaxis(value, 0, axis) if axis else value
