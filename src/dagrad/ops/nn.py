@@ -324,7 +324,7 @@ def _row_indices(indices, rows):
 
 
 ROW_INDICES = Op("embedding_indices", _row_indices, None, None, lambda indices, rows: tuple(indices), False,
-                 dtype=first, batch=batching.elementwise)
+                 dtype=first, batch=batching.elementwise, validates=True)
 
 
 # -- binary cross-entropy of probabilities p against targets t, elementwise: one node, with PyTorch's
