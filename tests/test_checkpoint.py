@@ -180,20 +180,75 @@ def test_nested_checkpoints():
     assert np.array_equal(x.grad.numpy(), dg.grad(lambda v: (block(v, PARAMS[0]) ** 2).sum())(X))
 
 
-def test_an_in_place_write_after_a_read_inside_f_is_refused_by_the_replay():
+def _write_after_read(v):
+    h = v * 2.0
+    e = dg.exp(h)
+    h += 1.0  # exp read h (its gradient reads its output): the replay reads what h was, as the sweep does
+    return e * h
+
+
+def _write_to_the_argument(v):
+    e = dg.exp(v) * 3.0
+    v += 1.0  # v is the checkpointed function's input, written after exp read it
+    return e * v
+
+
+def _two_writes(v):
+    h = v * 1.0
+    e = dg.exp(h)
+    h += 1.0
+    s = dg.exp(h)
+    h *= 3.0
+    return e * h + s
+
+
+def _eager_and_checkpointed(f, pre):
+    """x.grad of sum(f(pre(x))) without and with the checkpoint."""
+    grads = []
+    for wrapped in (f, dg.checkpoint(f)):
+        x = dg.tensor(X, requires_grad=True)
+        wrapped(pre(x)).sum().backward()
+        grads.append(x.grad.numpy())
+    return grads
+
+
+@pytest.mark.parametrize("f", [_write_after_read, _write_to_the_argument, _two_writes])
+def test_an_in_place_write_after_a_read_inside_f_gives_eager_backward_s_gradient(f):
+    # a recorded write keeps what the value was (as the reverse sweep reads it): the replay reads that too
+    eager, checkpointed = _eager_and_checkpointed(f, lambda x: x * 1.5)
+    np.testing.assert_array_equal(checkpointed, eager)
+    if f is _write_after_read:
+        np.testing.assert_allclose(eager, 1.5 * (2 * np.exp(3 * X) * (3 * X + 1) + 2 * np.exp(3 * X)))
+
+
+def _saved_then_written(v):
+    h = v * 2.0
+    e = dg.sin(h)  # sin's gradient reads h
+    h += 1.0
+    return e * h
+
+
+def test_a_write_to_a_value_a_rule_saved_is_refused_as_eager_backward_refuses():
+    x = dg.tensor(X, requires_grad=True)
+    y = _saved_then_written(x).sum()
+    with pytest.raises(RuntimeError, match="that sin saved for its gradient"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="that sin saved for its gradient"):
+        dg.checkpoint(_saved_then_written)(x)
+
+
+def test_a_write_under_no_grad_inside_f_is_refused_saying_why():
     def f(v):
         h = v * 2.0
         e = dg.exp(h)
-        h += 1.0  # exp read h: a recomputation from the tape would see the new values
+        with dg.no_grad():
+            h += 1.0  # not recorded: the replay, which computes h from v again, cannot repeat it
         return e * h
 
     x = dg.tensor(X, requires_grad=True)
-    # eager backward differentiates it, as PyTorch (exp's gradient reads its output, not h)
-    f(x).sum().backward()
-    expected = 2 * np.exp(2 * X) * (2 * X + 1) + 2 * np.exp(2 * X)
-    np.testing.assert_allclose(x.grad.numpy(), expected)
-    # the checkpoint's replay reruns every op of f on the values it read: a write after a read is refused
-    with pytest.raises(RuntimeError, match="modified in place"):
+    f(x).sum().backward()  # eager: exp saved its output, and e * h read h after the write
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * X) * (2 * X + 1) + 2 * np.exp(2 * X))
+    with pytest.raises(RuntimeError, match=r"checkpoint: .* without being recorded .*cannot repeat that change"):
         dg.checkpoint(f)(x)
 
 

@@ -338,6 +338,25 @@ def test_dask_mask_forms_whose_result_or_gradient_would_differ_are_refused():
     np.testing.assert_array_equal(computed.grad.numpy(), (XM > 0) * 1.0)
 
 
+@pytest.mark.parametrize("index", [slice(None, None, 2), slice(1, 3), 0, -1, np.array([0, 1])],
+                         ids=["::2", "1:3", "0", "-1", "array"])
+def test_indexing_the_unknown_axis_of_a_masked_value_names_getitem_and_the_line(index):
+    # Dask's own error (unknown chunks, a link to its documentation) came out raw; and a full slice still works
+    t = dg.tensor(da.from_array(XM, chunks=(5, 4)))
+    masked = t[t > 0]  # one axis of unknown (nan) size
+    with pytest.raises(ValueError, match=r"^getitem: axis 0 of this Dask array has a size known only once it is "
+                                         r"computed .*compute the masked values first .*test_dask_indexing\.py:\d+$"), \
+            _lazy():
+        masked[index]
+    rows = t[t[:, 0] > 0]  # unknown rows, known columns: the columns can be indexed, the rows kept whole
+    with pytest.raises(ValueError, match=r"^getitem: axis 0 of this Dask array"), _lazy():
+        rows[index, 1:3]
+    with _lazy():
+        picked = rows[:, 1:3]
+    np.testing.assert_array_equal(picked.numpy(), XM[XM[:, 0] > 0][:, 1:3])
+    np.testing.assert_array_equal(masked[:].numpy(), XM[XM > 0])
+
+
 def _traced_peak(fn):
     tracemalloc.start()
     try:

@@ -194,6 +194,41 @@ def test_embedding_out_of_range():
         nn.Embedding(5, 2)(np.array([1, 5]))
 
 
+_TABLE = np.arange(15.0).reshape(5, 3)
+
+
+def _embedding_paths():
+    """embedding of mapped indices on every path: eager and compiled vmap, of the lookup and of its gradient, a
+    plain compiled lookup and a static graph's (each a function of (table, indices of 3 examples))."""
+    lookup = dg.vmap(lambda w, i: F.embedding(i, w), in_axes=(None, 0))
+    grad = dg.vmap(dg.grad(lambda w, i: (F.embedding(i, w) ** 2).sum()), in_axes=(None, 0))
+
+    def session(w, i):
+        with dg.Graph() as g:
+            ids = dg.placeholder(i.shape, np.int64)
+            out = F.embedding(ids, dg.tensor(w))
+        return dg.Session(g).run(out, {ids: i})
+
+    return {"vmap": lookup, "compile(vmap)": dg.compile(lookup), "vmap(grad)": grad,
+            "compile(vmap(grad))": dg.compile(grad), "compile": dg.compile(lambda w, i: F.embedding(i, w)),
+            "session": session}
+
+
+@pytest.mark.parametrize("path", list(_embedding_paths()))
+def test_embedding_of_mapped_or_traced_indices_agrees_on_every_path(path):
+    # eager vmap raised TypeError (the mapped indices' values), dg.compile and static graphs NotImplementedError
+    run, index = _embedding_paths()[path], np.array([[0, 4], [2, 2], [3, 1]])
+    plain = lambda w, i: F.embedding(i, w)  # noqa: E731
+    if "grad" in path:
+        expected = np.stack([dg.grad(lambda w: (plain(w, i) ** 2).sum())(_TABLE) for i in index])
+    else:
+        expected = plain(_TABLE, index)
+    np.testing.assert_array_equal(np.asarray(run(_TABLE, index)), expected)
+    for bad in (np.array([[0, 5], [1, 1], [2, 2]]), np.array([[0, 1], [-1, 1], [2, 2]])):  # PyTorch refuses -1 too
+        with pytest.raises(IndexError, match=r"indices must be in \[0, 4\]"):
+            run(_TABLE, bad)
+
+
 def test_dropout_seeded_scaled_and_identity_in_eval():
     x = dg.tensor(np.ones((100, 100)))
     d = nn.Dropout(0.25, generator=np.random.default_rng(3))

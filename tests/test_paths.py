@@ -296,6 +296,16 @@ program("nll_loss", [Arg((4, 3)), Arg((4,), size=3)], _np_cross_entropy, fast="n
     lambda z, labels: dg.nn.functional.nll_loss(dg.log_softmax(z, axis=1), labels, reduction="mean"))
 
 
+def _np_embedding(w, i):
+    if np.any(np.asarray(i) < 0):
+        raise IndexError("an embedding index is never negative (PyTorch's rule; NumPy would count from the end)")
+    return np.asarray(w)[i]
+
+
+program("embedding", [Arg((5, 3)), Arg((2, 2), size=5)], _np_embedding, fast="negative_index")(
+    lambda w, i: dg.nn.functional.embedding(i, w))
+
+
 def _np_mlp(w1, b1, w2, x, labels):
     return _np_cross_entropy(np.tanh(x @ w1 + b1) @ w2, labels)
 
@@ -480,11 +490,13 @@ class Result:
 
 @dataclass
 class Outcome:
-    """The reference: each part a value or the exception type eager raised."""
+    """The reference: each part a value or the exception type eager raised; `tensors`: whether eager's value and
+    each gradient are Tensors (else NumPy's arrays or scalars), where it gives them."""
 
     value: object
     grads: object
     hvp: object
+    tensors: tuple = (None, None)
 
 
 def _attempt(call):
@@ -505,17 +517,23 @@ def _loss(p, u):
     return lambda *args: dg.sum(p.f(*args) * u)
 
 
+def _is_tensor(x):
+    return None if isinstance(x, type) else isinstance(x, dg.Tensor)
+
+
 def _reference(p, args, u, v, hvp, first_only=False):
-    value = _attempt(lambda: _array(p.f(*args)))
+    out = _attempt(lambda: p.f(*args))
+    value = out if isinstance(out, type) else _attempt(lambda: _array(out))
     argnums = p.diff[:1] if first_only else p.diff
-    grads = _attempt(lambda: tuple(_array(g) for g in dg.grad(_loss(p, u), argnums=argnums)(*args)))
+    raw = _attempt(lambda: tuple(dg.grad(_loss(p, u), argnums=argnums)(*args)))
+    grads = raw if isinstance(raw, type) else tuple(_array(g) for g in raw)
     if not p.differentiable and not isinstance(grads, type):
         grads = tuple(np.zeros(np.shape(_array(args[k])), _float_dtype(args[k])) for k in argnums)
     if hvp:  # reverse over reverse (dg.hessian is forward over reverse)
         k = p.diff[0]
         hvp = _attempt(lambda: _array(dg.grad(lambda *a: dg.sum(dg.grad(_loss(p, u), argnums=k)(*a) * v),
                                               argnums=k)(*args)))
-    return Outcome(value, grads, hvp)
+    return Outcome(value, grads, hvp, (_is_tensor(out), None if isinstance(raw, type) else tuple(map(_is_tensor, raw))))
 
 
 @functools.cache
@@ -541,7 +559,8 @@ def make_reference(case, mapped=None, hvp=False, first_only=False):
             return tuple(np.stack(g) for g in zip(*parts))
         return np.stack(parts)
 
-    return Outcome(stacked([o.value for o in per]), stacked([o.grads for o in per]), stacked([o.hvp for o in per]))
+    return Outcome(stacked([o.value for o in per]), stacked([o.grads for o in per]), stacked([o.hvp for o in per]),
+                   per[0].tensors)
 
 
 # ---------------------------------------------------------------- paths
@@ -711,6 +730,7 @@ class Path:
     run: object  # run(program, case) -> Result, or raises
     axes: object = None  # a vmap path: in_axes(program); the reference stacks the examples
     derivatives: bool = True  # it computes derivatives (so it raises where eager's derivatives raise)
+    kinds: bool = True  # its results are Tensors where eager's are (a Session's and a module's are NumPy's)
     first_only: bool = False  # it differentiates the first float argument only
     applies: object = lambda p: True  # False only where the path has no meaning for the program (never a refusal)
 
@@ -725,8 +745,9 @@ def _several_args(p):
 
 _APPLIES = {"hessian": _cheap_hessian, "vmap(first)": _several_args, "vmap(last)": _several_args}
 
-PATHS = {"backward": Path(_backward),
-         "backward (operands overwritten)": Path(_backward_overwritten, applies=_several_args, first_only=True)}
+PATHS = {"backward": Path(_backward, kinds=False),  # (its leaves and results are Tensors whatever the kind)
+         "backward (operands overwritten)": Path(_backward_overwritten, applies=_several_args, first_only=True,
+                                                 kinds=False)}
 for _name, _builder in TRANSFORMS.items():
     _axes = getattr(_builder, "axes", None)
     _applies = _APPLIES.get(_name, lambda p: True)
@@ -734,8 +755,8 @@ for _name, _builder in TRANSFORMS.items():
     PATHS[_name] = Path(_run(_builder), axes=_axes, derivatives=_derivatives, applies=_applies)
     PATHS[f"compile({_name})" if _derivatives else "compile"] = Path(_compiled(_builder), axes=_axes,
                                                                      derivatives=_derivatives, applies=_applies)
-PATHS["session"] = Path(_session)
-PATHS["export"] = Path(_exported)
+PATHS["session"] = Path(_session, kinds=False)
+PATHS["export"] = Path(_exported, kinds=False)
 
 
 # ---------------------------------------------------------------- declared refusals and known failures
@@ -772,11 +793,8 @@ _RUN_TIME_MASK = "a boolean mask known only when the code runs gives a data-depe
 _PER_EXAMPLE_SIZE = "the examples' masks select different numbers of elements: a batch cannot hold them"
 _USER_PYTHON = "the forward is the user's Python: an exported module holds only NumPy"
 _NO_GRAD = "backward of an output that does not require grad raises, as PyTorch's"
-_SHARED_NUMPY = ("a NumPy array indexed by a mapped index: NumPy's own __getitem__ runs and refuses the box, as in "
-                 "JAX (a Tensor works)")
 _STAND_IN_NUMBER = ("a number a Function's forward computes from its input's values and leaves on the ctx: forward "
                     "ran on stand-ins where the gradient is built, so it would be a wrong constant")
-_INDEXING = ("x[i]", "x[i] unread", "x[i] rows", "x[:, i]", "x[i, j]", "x[mask]")
 NON_DIFFERENTIABLE = tuple(name for name, p in PROGRAMS.items() if not p.differentiable)
 REFUSALS = [
     (NON_DIFFERENTIABLE, "backward*", "*", RuntimeError, _NO_GRAD),
@@ -784,7 +802,6 @@ REFUSALS = [
      ValueError, _REVERSE),
     (("x[mask]", "x[x > 0] sum"), ("compile*", "session", "export"), "*", IndexError, _RUN_TIME_MASK),
     ("x[x > 0] sum", ("vmap(0)", "vmap(-1)"), "*", ValueError, _PER_EXAMPLE_SIZE),
-    (_INDEXING, "vmap(last)", _not("tensor"), TypeError, _SHARED_NUMPY),
     (("Function*", "custom_vjp*", "custom_jvp", "defvjp*", "op:odeint*"), "export", "*", TypeError, _USER_PYTHON),
     ("Function ctx number", ("compile(*", "session"), "*", TypeError, _STAND_IN_NUMBER),
 ]
@@ -797,11 +814,7 @@ def _refusal(name, path, kind):
 # Defects being fixed on other branches (issue 24), and new ones found here: strict xfails (delete an entry
 # once its fix is merged: its cases then pass). (programs, paths, kinds, why); path "reference" is
 # test_the_reference_is_sound.
-KNOWN = [
-    ("x[mask]", ("vmap(0)", "vmap(-1)", "vmap(last)"), "tensor",
-     "new: eager vmap of the gradient of x[mask] with a mapped boolean Tensor mask raises TypeError (numpy.add.at "
-     "on a Tensor)"),
-]
+KNOWN = []
 
 
 def _known(name, path, kind):
@@ -829,6 +842,14 @@ def _same(what, got, expected, p, order=1):
         np.testing.assert_allclose(got, expected, err_msg=what, equal_nan=True, **_tolerance(p, got.dtype, order))
     else:
         np.testing.assert_array_equal(got, expected, err_msg=what)
+
+
+def _same_kind(what, got, tensor):
+    """`got` is a Tensor if `tensor` (eager's is), else NumPy's (an array or a scalar); None: not checked. (A
+    transform of arrays gives arrays, of Tensors Tensors: SPEC.)"""
+    if tensor is not None:
+        kind = "a Tensor" if isinstance(got, dg.Tensor) else f"a {type(got).__name__}"
+        assert isinstance(got, dg.Tensor) == tensor, f"{what}: {kind}, eager's is {'' if tensor else 'not '}a Tensor"
 
 
 def _raises(error, call, what):
@@ -869,15 +890,20 @@ def verify(p, path, kind, case, reference):
         if entry.derivatives and errors and isinstance(e, tuple(errors)):
             return
         raise
-    _same(f"{path}: value", got.value, expected.value, p) if got.value is not None else None
+    value_tensor, grad_tensors = expected.tensors if entry.kinds else (None, None)
+    if got.value is not None:
+        _same(f"{path}: value", got.value, expected.value, p)
+        _same_kind(f"{path}: value", got.value, value_tensor)
     if got.grads is not None:
         assert not isinstance(expected.grads, type), f"{path}: gradients where eager raises {expected.grads}"
         assert len(got.grads) == len(expected.grads)
         for k, (g, e) in enumerate(zip(got.grads, expected.grads)):
             _same(f"{path}: gradient {k}", g, e, p)
+            _same_kind(f"{path}: gradient {k}", g, None if grad_tensors is None else grad_tensors[k])
     if got.tangent is not None:
         assert not isinstance(expected.grads, type), f"{path}: tangent where eager raises {expected.grads}"
         _check_tangent(path, got.tangent, expected, case, p)
+        _same_kind(f"{path}: tangent", got.tangent, value_tensor)  # of the value's kind
     if got.hvp is not None:
         assert not isinstance(expected.hvp, type), f"{path}: Hessian where eager raises {expected.hvp}"
         _same(f"{path}: Hessian-vector product", got.hvp, expected.hvp, p, order=2)
@@ -1122,6 +1148,7 @@ def _wrong(result):
     ("op:sin((4,),)", "float64", lambda r: Result(r.value, (r.grads[0][:2],)), "shape"),
     ("op:sin((4,),)", "float64", lambda r: Result(r.value, (r.grads[0] * 0,)), "gradient 0"),
     ("x[i]", "out_of_range_index", lambda r: Result(np.float64(0.0)), "silent wrong result"),
+    ("op:sin((4,),)", "float64", lambda r: Result(r.value, (dg.tensor(r.grads[0]),)), "gradient 0: a Tensor"),
 ])
 def test_the_harness_catches_a_wrong_path(monkeypatch, name, kind, broken, message):
     # a path that is off by a rounding error's thousand times, widens a dtype, drops part of a gradient,

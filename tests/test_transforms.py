@@ -6,6 +6,11 @@ import numpy as np
 import pytest
 
 import dagrad as dg
+import dagrad.numpy as dnp
+import dagrad.numpy_more as numpy_more
+from op_table import CASES, COMPOSITES
+from test_numpy_more import CASES as NUMPY_MORE
+from test_static_ops import _ids, _unique
 
 A = np.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.1]])
 X0 = np.array([0.2, -0.4, 0.9])
@@ -312,3 +317,76 @@ def test_numpy_integer_argnums_and_lists_work_as_jaxs():
 def test_a_function_that_is_not_callable_is_a_type_error_naming_the_transform(make):
     with pytest.raises(TypeError, match=r"^\w+: expects a function, got \w+ at .*test_transforms.py:\d+$"):
         make()
+
+
+# ---------------------------------------------------------------- results are of the inputs' kind (SPEC)
+
+
+def _kinds(result):
+    """'Tensor' or 'NumPy' (an array or a scalar) per leaf of a result (nested tuples), anything else by its type."""
+    if isinstance(result, (tuple, list)):
+        return set().union(*map(_kinds, result)) if result else set()
+    return {"Tensor" if isinstance(result, dg.Tensor) else "NumPy" if isinstance(result, (np.ndarray, np.generic))
+            else type(result).__name__}
+
+
+def _every_transform(f, args):
+    """The results of every transform of f (a function of float arrays) at args, by name."""
+    out = f(*args)
+    u = np.ones(np.shape(out))
+    nums = tuple(range(len(args)))
+
+    def loss(*a):
+        return dg.sum(f(*a) * u)
+
+    small = sum(int(np.prod(np.shape(a))) for a in args) <= 6
+    transforms = {
+        "grad": lambda: dg.grad(loss, argnums=nums)(*args),
+        "value_and_grad": lambda: dg.value_and_grad(loss, argnums=nums)(*args),
+        "vjp": lambda: (lambda o, pull: (o, pull(u)))(*dg.vjp(f, *args)),
+        "jvp": lambda: dg.jvp(f, tuple(args), tuple(np.ones(np.shape(a)) for a in args)),
+        "vmap": lambda: dg.vmap(f)(*[dg.stack([a, a]) if isinstance(a, dg.Tensor) else np.stack([a, a])
+                                     for a in args]),
+        "vmap(grad)": lambda: dg.vmap(dg.grad(loss, argnums=nums))(
+            *[dg.stack([a, a]) if isinstance(a, dg.Tensor) else np.stack([a, a]) for a in args]),
+    }
+    if small:
+        transforms.update({"jacobian": lambda: dg.jacobian(f, argnums=nums)(*args),
+                           "jacfwd": lambda: dg.jacfwd(f, argnums=nums)(*args),
+                           "hessian": lambda: dg.hessian(loss)(*args)})
+    results = {}
+    for name, run in transforms.items():
+        try:
+            results[name] = run()
+        except Exception:  # noqa: BLE001 - a refusal (an integer output, no batching rule): no result to check
+            continue
+    return results
+
+
+def _kind_rows():
+    rows = _unique(CASES + COMPOSITES)
+    ops = [pytest.param(c.f, c.inputs(), id=i) for c, i in zip(rows, _ids(rows))]
+    more = [pytest.param(lambda *a, f=f: f(dnp, *a), list(args), id=f"numpy_more {name}")
+            for name, (f, args) in NUMPY_MORE.items()]
+    casts = [  # issue 24 item 4: a cast of a comparison, median, any made dg.grad's result a Tensor
+        pytest.param(lambda x: dg.astype(x > 0, np.int64) * x, [np.array([-1.0, 2.0])], id="astype(x > 0) * x"),
+        pytest.param(lambda x: dnp.median(x) * 1.0, [np.ones(3)], id="median"),
+        pytest.param(lambda x: x * numpy_more.any(x > 0), [np.ones(3)], id="any"),
+    ]
+    return ops + more + casts
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # isinf's rows divide by zero on purpose
+@pytest.mark.parametrize(("f", "args"), _kind_rows())
+def test_every_transform_of_arrays_gives_arrays_and_of_tensors_tensors(f, args):
+    # SPEC: results are NumPy arrays (or NumPy scalars) for array inputs and Tensors for Tensor inputs; an
+    # integer cast of a traced value (dg.astype, used by median and any) detached it to an eager Tensor
+    try:
+        f(*args)
+    except Exception:  # noqa: BLE001 - a row that eager refuses (an integer argument): nothing to compare
+        pytest.skip("eager refuses the row")
+    for name, result in _every_transform(f, args).items():
+        assert _kinds(result) == {"NumPy"}, f"{name} of arrays gave {_kinds(result)}"
+    tensors = [dg.tensor(a) for a in args]
+    for name, result in _every_transform(f, tensors).items():
+        assert _kinds(result) == {"Tensor"}, f"{name} of Tensors gave {_kinds(result)}"

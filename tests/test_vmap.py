@@ -356,11 +356,75 @@ def _loss_at(x, labels):
 @pytest.mark.parametrize("make", [np.asarray, dg.tensor], ids=["array", "Tensor"])
 def test_mapped_labels_index_a_mapped_or_shared_array(make):
     _same(np.asarray(dg.vmap(_take)(make(X), LABELS)), np.stack([X[k][LABELS[k]] * 2 for k in range(4)]), exact=True)
-    shared = dg.tensor(X[1])  # a NumPy array indexed by a traced value raises, as in JAX; a Tensor works
+    shared = make(X[1])  # an unmapped NumPy array reaches _take as a Tensor, whose indexing takes mapped labels
     _same(np.asarray(dg.vmap(_take, in_axes=(None, 0))(shared, LABELS)), np.stack([X[1][lab] * 2 for lab in LABELS]))
     g = dg.grad(_loss_at)
     _same(np.asarray(dg.vmap(g)(make(X), LABELS)), np.stack([g(X[k], LABELS[k]) for k in range(4)]))
     _same(np.asarray(dg.vmap(g, in_axes=(None, 0))(make(X[1]), LABELS)), np.stack([g(X[1], lab) for lab in LABELS]))
+
+
+def _pick(x, i):
+    return x[i]
+
+
+@pytest.mark.parametrize("index", [np.array([0, -1, 1, 2]), np.array([[0, -4], [3, 1], [-2, 2], [1, 1]])],
+                         ids=["negative", "rows"])
+def test_an_unmapped_numpy_array_indexed_by_a_mapped_index_agrees_on_every_path(index):
+    # eager vmap raised TypeError here (NumPy's own indexing met the mapped index) where dg.compile gave the rows
+    x = np.arange(12.0).reshape(4, 3)
+    mapped = dg.vmap(_pick, in_axes=(None, 0))
+    expected = np.stack([x[i] for i in index])
+    eager, compiled = mapped(x, index), dg.compile(mapped)(x, index)
+    assert type(eager) is np.ndarray and type(compiled) is np.ndarray  # arrays in, arrays out
+    _same(eager, expected, exact=True)
+    _same(compiled, expected, exact=True)
+    g = dg.vmap(dg.grad(lambda x, i: (x[i] ** 2).sum()), in_axes=(None, 0))
+    want = np.stack([dg.grad(lambda x: (x[i] ** 2).sum())(x) for i in index])
+    _same(g(x, index), want)
+    _same(dg.compile(g)(x, index), want)
+
+
+def test_an_unmapped_numpy_array_indexed_out_of_range_raises_index_error_on_every_path():
+    x, index = np.arange(12.0).reshape(4, 3), np.array([0, 4, 1])
+    mapped = dg.vmap(_pick, in_axes=(None, 0))
+    for run in (mapped, dg.compile(mapped)):
+        with pytest.raises(IndexError, match="out of bounds"):
+            run(x, index)
+
+
+def test_an_unmapped_array_reaches_f_as_a_constant_and_returns_as_an_array():
+    x = np.arange(6.0).reshape(2, 3)
+    out = dg.vmap(lambda a, b: (a, b), in_axes=(None, 0), out_axes=(None, 0))(x, x)
+    assert type(out[0]) is np.ndarray and type(out[1]) is np.ndarray
+    _same(out[0], x, exact=True)
+    assert type(dg.vmap(lambda a, b: a.sum() + 0 * b, in_axes=(None, 0))(x, np.ones(2))) is np.ndarray
+    # a Tensor among the arguments: every output a Tensor, the ones the same for every example included
+    t = dg.tensor(x)
+    for out in (dg.vmap(lambda a: 3.0)(t), dg.vmap(lambda a: np.ones(2), out_axes=None)(t),
+                dg.vmap(dg.grad(lambda a, b: (a + b).sum(), argnums=1), in_axes=(0, None))(t, np.ones(3))):
+        assert isinstance(out, dg.Tensor), type(out)
+
+
+def test_the_gradient_of_a_mapped_boolean_tensor_mask_is_the_loop_s():
+    # the mask's examples reached np.add.at as Tensors: TypeError (numpy.add.at on a Tensor)
+    x = np.arange(6.0).reshape(2, 3)
+    mask = np.array([[True, False, True], [False, True, True]])
+    g = dg.grad(lambda x, m: dg.sum(x[m] ** 2))
+    got = dg.vmap(g)(x, dg.tensor(mask))
+    assert isinstance(got, dg.Tensor)
+    _same(got.numpy(), np.stack([g(x[k], mask[k]) for k in range(2)]))
+
+
+def test_a_mask_selecting_a_different_count_per_example_names_vmap_the_op_and_the_line():
+    x = np.array([[1.0, -1.0, 2.0], [1.0, 2.0, 3.0]])  # 2 and 3 positive entries
+    line = _here(1)  # the line of the mask, inside the mapped functions
+    for f in (lambda v: dg.sum(v[v > 0]), dg.grad(lambda v: dg.sum(v[v > 0]))):
+        with pytest.raises(ValueError, match=r"^vmap: getitem gives the examples results of different shapes "
+                           r"\(example 0: \(2,\), example 1: \(3,\)\).*dg\.where") as info:
+            dg.vmap(f)(x)
+        assert str(info.value).endswith(line)
+    same_count = np.array([[1.0, -1.0, 2.0], [-1.0, 2.0, 3.0]])  # the same count in each: a batch holds them
+    _same(dg.vmap(lambda v: v[v > 0])(same_count), np.array([[1.0, 2.0], [2.0, 3.0]]))
 
 
 def test_mapped_labels_in_several_index_positions():

@@ -18,6 +18,8 @@ node or a transform's traced value cannot change: `+=` on one gives a new value 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ._core.backends import as_dtype, is_dask
@@ -43,6 +45,9 @@ def _shadow(t):
     prior = getattr(t, "_prior", None)
     if prior is not None:  # what t was before an earlier write: nodes recorded before that one find it here
         old._prior = prior
+    version = getattr(t, "_write", None)
+    if version is not None:  # the writes before this one, as of now: a node that saved t's values before an
+        old._write = copy.copy(version)  # unrecorded one (under no_grad) refuses to read the copy, which holds them
     return old
 
 

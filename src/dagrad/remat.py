@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core import batching
-from ._core.autodiff import _check_versions, check_numeric, reverse_sweep
+from ._core.autodiff import check_numeric, replay_inputs, reverse_sweep
 from ._core.dtypes import first
 from ._core.errors import user_error
 from ._core.ir import Symbol, build
@@ -200,21 +200,22 @@ class _Tape:
             return (isinstance(a, Tensor) and a._level == level and a._symbolic == symbolic and a.op is not None
                     and a._seq > start and not a.op.random and a.inputs is not None)
 
-        region = {}
+        # a value written in place after a node read it: refused where the un-checkpointed backward refuses (a
+        # value a rule saved); else a recorded write (`h += 1`) kept the node h was, which the node's step reads,
+        # as the reverse sweep does; a write under no_grad is refused (the replay would differ)
+        written = write_clock.last > start
+        region = {}  # node -> its inputs as it recorded them
         stack = [out]
         while stack:
             node = stack.pop()
             if node not in region:
-                region[node] = True
-                stack.extend(a for a in node.inputs if inside(a) and a not in region)
+                inputs = region[node] = replay_inputs(node, level) if written else node.inputs
+                stack.extend(a for a in inputs if inside(a) and a not in region)
         order = sorted(region, key=lambda node: node._seq)  # creation order is an order of computation
-        if write_clock.last > start:  # a value written in place after a node read it: the tape would differ
-            for node in order:
-                _check_versions(node)
         index = {}
         externals = []
         for node in order:
-            for a in node.inputs:
+            for a in region[node]:
                 if isinstance(a, Tensor) and a not in region and a not in index:
                     index[a] = len(externals)
                     externals.append(a)
@@ -222,7 +223,7 @@ class _Tape:
             index[node] = len(index)
         # the steps keep their own copies of the arrays the caller passed: the replay reads them all, and the
         # caller may write into them before backward (recording copies only those a rule reads, op.saved_copies)
-        steps = [(node.op, *owned_copies(tuple(_Ref(index[a]) if isinstance(a, Tensor) else a for a in node.inputs),
+        steps = [(node.op, *owned_copies(tuple(_Ref(index[a]) if isinstance(a, Tensor) else a for a in region[node]),
                                          node.attrs), _where(node)) for node in order]
         wanted = [a._requires_grad and a._level == level for a in externals]
         return cls(steps, wanted), externals

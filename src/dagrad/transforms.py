@@ -13,7 +13,7 @@ from ._core.autodiff import check_numeric, reverse_sweep
 from ._core.backends import as_dtype, has_unknown_size, is_dask, is_foreign, ones, unknown_size_error, zeros
 from ._core.errors import user_error
 from ._core.ir import Symbol, WeakScalar
-from ._core.op import batch_broadcast, make_dual
+from ._core.op import batch_broadcast, is_constant, make_dual
 from ._core.pytree import tree_flatten, tree_unflatten
 from ._core.shapes import dtype_of as _dtype
 from ._core.shapes import shape_of as _shape
@@ -387,7 +387,9 @@ def jvp(f, primals, tangents):
     for o in out_leaves:
         if type(o) is Dual and o._level == level:
             primal_out.append(o._value)
-            tangent_out.append(o._tangent)
+            # a tangent computed from the tangents alone (a linear op's) is of their kind: a Tensor for Tensors
+            tangent = o._tangent
+            tangent_out.append(_leaf(tangent, False) if tensor_inputs and not isinstance(tangent, Tensor) else tangent)
         else:
             primal_out.append(o)
             zero = zeros(_shape(o), _dtype(o), _array_of(o))
@@ -650,7 +652,10 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
         boxed = []
         for leaf, axis in zip(arg_leaves, axes):
             if axis is None:
-                boxed.append(leaf)
+                # an unmapped array reaches f as an eager Tensor (a constant), as JAX makes every argument one of its
+                # arrays: NumPy's own indexing would meet a mapped index (x[i]) and refuse it
+                numeric = (type(leaf) is np.ndarray or is_foreign(leaf)) and leaf.dtype.kind in "biufc"
+                boxed.append(_leaf(leaf, False) if numeric else leaf)
                 continue
             # a Dask array stays lazy (np.asarray would compute it)
             value = leaf if isinstance(leaf, (Tensor, np.ndarray)) or is_dask(leaf) else np.asarray(leaf)
@@ -660,7 +665,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
         out = f(*boxed_args, **boxed_kwargs)
         out_leaves, out_def = tree_flatten(out)
         spec_leaves = _leaf_axes_of(out_axes, out, "out_axes")
-        return tree_unflatten(out_def, [_unbatched(o, axis, level, size) for o, axis in zip(out_leaves, spec_leaves)])
+        # eager Tensors among the arguments: every output is a Tensor, one the same for every example included
+        # (as PyTorch's vmap; arrays give arrays, as JAX gives its arrays)
+        tensors = any(isinstance(leaf, Tensor) and leaf._level == 0 and not leaf._symbolic for leaf in arg_leaves)
+        return tree_unflatten(out_def, [_unbatched(o, axis, level, size, tensors)
+                                        for o, axis in zip(out_leaves, spec_leaves)])
 
     _name(vmapped, "vmap", f)
     return vmapped
@@ -736,8 +745,9 @@ def _batch_size(leaves, axes, axis_size, treedef):
     return sizes[0][3]
 
 
-def _unbatched(o, axis, level, size):
-    """An output of the mapped function with its examples on `axis` (None: one for all)."""
+def _unbatched(o, axis, level, size, tensors):
+    """An output of the mapped function with its examples on `axis` (None: one for all): an eager Tensor if
+    `tensors` (the arguments held one), else an array where it is a constant Tensor (an unmapped argument's)."""
     if o is None:  # an empty pytree, as in JAX
         return None
     if isinstance(o, Tensor) and o._level == level:
@@ -746,8 +756,10 @@ def _unbatched(o, axis, level, size):
                              f"(shape {o.shape} per example); give it an axis")
         value = o._value
     else:
+        if not tensors and is_constant(o):
+            o = o._value
         if axis is None:
-            return o
+            return _leaf(o if is_foreign(o) else np.asarray(o), False) if tensors and not isinstance(o, Tensor) else o
         value = o if isinstance(o, Tensor) or is_dask(o) else np.asarray(o)
         if size is None:  # a static graph's batch, of a size known only when it runs
             raise user_error(ValueError, "vmap", f"an output (shape {tuple(_shape(value))}) is the same for every "
@@ -760,4 +772,8 @@ def _unbatched(o, axis, level, size):
     if not -rank <= axis < rank:
         raise user_error(ValueError, "vmap", f"out_axes {axis} is out of range for an output of {rank} axes")
     axis %= rank
+    if tensors and not isinstance(value, Tensor):
+        value = _leaf(value, False)
+    elif not tensors and is_constant(value):
+        value = value._value
     return moveaxis(value, 0, axis) if axis else value

@@ -111,40 +111,50 @@ def _differentiate(node):
         _provenance.note(value, f"{value.where} (backward of {node.op.name})")
 
 
-def _modified_error(node, changed, version):
+def _modified_error(node, changed, version, replay=False):
     """The error for a node whose saved input (or own output) `changed` was written in place after
-    the node was recorded: the rule would silently use the new values."""
+    the node was recorded: the rule would silently use the new values. `replay`: a checkpoint's
+    recomputation would run the node on other values than the forward pass did."""
     what = "its output" if changed is node else f"an input of shape {tuple(_shape(changed._value))}"
     made = location(changed) if changed is not node else None
-    return RuntimeError(
-        f"backward: {what}{f' (computed at {made})' if made else ''} that {node.op.name} saved for its gradient "
+    at = "an unknown line" if version is None else f"{version.where()} (version {version.count})"
+    name = node.op.name  # (may be a user's string, a dg.Function subclass's name: the text is made printable)
+    if replay:
+        return RuntimeError(printable(
+            f"checkpoint: {what}{f' (computed at {made})' if made else ''} of {name} (at "
+            f"{location(node) or 'an unknown line'}) was modified in place at {at} without being recorded (under "
+            f"no_grad, or through .value or .data) after {name} {'computed' if changed is node else 'read'} it. The "
+            f"backward pass recomputes the checkpointed function's values from its inputs, which cannot repeat that "
+            f"change, so its gradient would use other values. Make the change outside no_grad (then it is recorded "
+            f"and recomputed), make it on a copy, or leave it out of the checkpointed function (at {user_line()})"))
+    return RuntimeError(printable(
+        f"backward: {what}{f' (computed at {made})' if made else ''} that {name} saved for its gradient "
         f"(at {location(node) or 'an unknown line'}) was modified in place (or taken for writing through .value) at "
-        f"{'an unknown line' if version is None else f'{version.where()} (version {version.count})'}, after "
-        f"{node.op.name} used it; its gradient "
-        f"would use the new values. Change values before the forward pass, read them with .numpy() (read-only), "
-        f"or write to a copy; PyTorch raises too (at {user_line()})"
-    )
+        f"{at}, after {name} used it; its gradient would use the new values. Change values before the forward "
+        f"pass, read them with .numpy() (read-only), or write to a copy; PyTorch raises too (at {user_line()})"))
 
 
-def _check_written(node, a, seq):
+def _check_written(node, a, seq, replay=False):
     """Raises if `a`'s values (or the memory they live in), which `node` saved, were written in place
     after `node` was recorded (at `seq`)."""
     version = getattr(a, "_write", None)
     if version is None or version.seq <= seq:
         version = storage_write(a._value)
     if version is not None and version.seq > seq:
-        raise _modified_error(node, a, version)
+        raise _modified_error(node, a, version, replay)
 
 
-def _check_versions(node):
-    """Raises if an input of `node`, or its output, was written in place after `node` was recorded: all
-    that running `node` again needs (a checkpoint's tape replays its nodes, dagrad/remat.py)."""
+def replay_inputs(node, level):
+    """`node`'s inputs as it recorded them, for running it again (a checkpoint's tape replays its nodes,
+    dagrad/remat.py). Raises where the reverse sweep of the node would (a saved value written in place
+    since), and where a replay would differ: an input, or node's own output, written in place since without
+    a recorded write (`h += 1` keeps what h was, which the replay reads; a write under no_grad keeps nothing)."""
+    inputs = _recorded_inputs(node, level)
     seq = node._seq
-    for a in (node, *node.inputs):
+    for a in (node, *inputs):
         if isinstance(a, Tensor):
-            _check_written(node, a, seq)
-            if a._seq > seq and getattr(a, "_prior", None) is not None:  # made a write's node (a Dask value,
-                raise _modified_error(node, a, getattr(a, "_write", None))  # rebound, counts no write)
+            _check_written(node, a, seq, replay=True)
+    return inputs
 
 
 def _as_of(node, a):
@@ -155,11 +165,11 @@ def _as_of(node, a):
         ref = getattr(a, "_prior", None)
         prior = None if ref is None else ref()
         if prior is None:  # the write's graph was freed by a backward(), and with it the node `a` was
-            raise RuntimeError(
+            raise RuntimeError(printable(
                 f"backward: an input of {node.op.name} (made at {location(node) or 'an unknown line'}) was changed "
                 f"in place after {node.op.name} used it, and what it was before the change was freed by a backward() "
                 f"through the change since; pass retain_graph=True to that backward(), or change a copy (at "
-                f"{user_line()})")
+                f"{user_line()})"))
         a = prior
     return a
 
@@ -189,6 +199,7 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
     check_gradient = anomaly_checks()  # anomaly mode: each cotangent is checked for NaN and Inf
     check = check_gradient is not None
     last_write = write_clock.last  # nodes recorded after the latest in-place write need no check
+    kept = []
     grads = {}
     leaves = {}
     heap = []
@@ -208,8 +219,12 @@ def _sweep(roots, cotangents, level, graph_mode, free, targets, within, symbolic
         inputs = node.inputs
         if inputs is None:
             raise _freed_error(node)
-        if last_write > node._seq:
+        if last_write >= node._seq:  # (equal: the node of the latest recorded write, `h += 1`)
             inputs = _recorded_inputs(node, level)
+            if free and getattr(node, "_prior", None) is not None:
+                # what a recorded write's node was, which only its inputs held: kept to the sweep's end for the
+                # nodes that read it before the write and are visited later (_as_of walks the chain to them)
+                kept.append(node._prior())
         if free:
             node.inputs = None  # release what this node kept alive as soon as it is used
         if symbolic:

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 from .backends import is_dask
+from .errors import user_error
 
 
 def _da():
@@ -107,6 +108,7 @@ def getitem(x, index):
         _dask_index(index, x.ndim)  # a form whose result is NumPy's
         return x[index]
     parts = _expand(index, x.shape)
+    _check_known_sizes(parts, x.shape)
     adv = _advanced(parts)
     if not adv or _native(parts, adv):
         return x[tuple(parts)]
@@ -119,6 +121,28 @@ def getitem(x, index):
     if adv == list(range(adv[0], adv[0] + len(adv))) and adv[0]:
         out = _da().moveaxis(out, tuple(range(nb)), tuple(range(adv[0], adv[0] + nb)))
     return out
+
+
+def _check_known_sizes(parts, shape):
+    """Refuses an index (one part per axis, and None parts) that takes less than the whole of an axis whose size
+    Dask does not know yet (nan, after a boolean mask: `t[t > 0][::2]`): Dask cannot plan which blocks hold the
+    entries it takes, and its own error points into its documentation rather than at the user's line."""
+    axis = 0
+    for p in parts:
+        if p is None:
+            continue
+        n = shape[axis]
+        if n != n and not (isinstance(p, slice) and p == slice(None)):  # (Dask refuses even 0: or ::1 there)
+            if isinstance(p, slice):
+                start, stop = ("" if v is None else v for v in (p.start, p.stop))
+                what = f"the slice {start}:{stop}" + ("" if p.step is None else f":{p.step}")
+            else:
+                what = "an index array" if isinstance(p, np.ndarray) else f"the index {p!r}"
+            raise user_error(ValueError, "getitem", f"axis {axis} of this Dask array has a size known only once it is "
+                             f"computed (shape {tuple(shape)}, as after a boolean mask x[x > 0]), and Dask cannot take "
+                             f"{what} along it lazily; compute the masked values first (.numpy(), or Dask's "
+                             f"compute_chunk_sizes()), or select with one mask (x[mask & other_mask])")
+        axis += 1
 
 
 def index_add(g, index, shape):

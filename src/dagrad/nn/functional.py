@@ -48,7 +48,7 @@ from ..ops.elementwise import (
 from ..ops.elementwise import softplus as _softplus_op
 from ..ops.elementwise import where as _where  # some functions here name a parameter `where`
 from ..ops.linalg import matmul
-from ..ops.nn import CLASS_LABELS
+from ..ops.nn import CLASS_LABELS, ROW_INDICES
 from ..ops.nn import binary_cross_entropy as _bce_op
 from ..ops.nn import linear as _linear_op
 from ..ops.nn import log_softmax as _log_softmax_op
@@ -245,24 +245,32 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def embedding(indices, weight):
-    """Rows of `weight` (num_embeddings, dim) picked by integer `indices` of any shape.
+    """Rows of `weight` (num_embeddings, dim) picked by integer `indices` of any shape, as
+    `torch.nn.functional.embedding`: an index outside [0, num_embeddings - 1] (a negative one too) raises
+    IndexError, at once for values known now, when the graph runs for a static graph's or `dg.compile`'s
+    indices (and under `dg.vmap`, mapped indices included).
 
     >>> import dagrad as dg, numpy as np
     >>> embedding(np.array([2, 0]), dg.tensor(np.arange(6.0).reshape(3, 2)))
     tensor([[4., 5.],
             [0., 1.]])
     """
-    if is_symbolic(indices):
-        raise user_error(NotImplementedError, "embedding", "indices must be concrete (an array or eager tensor), not "
-                         "a static graph node", indices)
-    idx = _values(indices)
     n = _shape(weight)[0]
-    if idx.dtype.kind not in "iu":
-        raise user_error(TypeError, "embedding", f"indices must be integers, got dtype {idx.dtype}", idx)
+    if dtype_of(indices).kind not in "iu":
+        raise user_error(TypeError, "embedding", f"indices must be integers, got dtype {dtype_of(indices)}", indices)
+    if is_symbolic(indices):  # values known only when the graph runs: a node checks them then (a gather follows)
+        if n is None:
+            raise user_error(ValueError, "embedding", "the number of rows of the weight must be known when the graph "
+                             "is built", weight)
+        return getitem(weight, apply(ROW_INDICES, (indices,), {"rows": int(n)}))
+    idx = indices
+    while isinstance(idx, Tensor) and idx._level:  # vmap's mapped indices: every example's values, checked at once
+        idx = idx._value
+    idx = _values(idx)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise user_error(IndexError, "embedding", f"indices must be in [0, {n - 1}], got values from {idx.min()} to "
                          f"{idx.max()}", idx, weight)
-    return getitem(weight, idx)
+    return getitem(weight, indices if isinstance(indices, Tensor) and indices._level else idx)
 
 
 # -- activations (relu, tanh and sigmoid are dagrad's ops themselves); each is PyTorch's formula in dagrad ops,

@@ -26,7 +26,7 @@ from .._core import batching
 from .._core.shapes import broadcast_shapes
 from .._core.structural import real
 from .._core.shapes import dtype_of as _dtype
-from .._core.tensor import Tensor, is_symbolic
+from .._core.tensor import Tensor
 
 
 def _elementwise(name, forward, rules, nargs, dtype=None, saves=None):
@@ -520,7 +520,9 @@ def astype(x, dtype):
     """
     dtype = _real_dtype(dtype, "astype", x)
     if dtype.kind not in "fc" and isinstance(x, Tensor):
-        # no gradient through a cast to bool or integers: a graph's node (no values to detach) is
-        # cut by a stop_gradient node, a value with values is detached
-        x = stop_gradient(x) if is_symbolic(x) else x.detach()
+        # no gradient through a cast to bool or integers: an eager tensor is detached; a graph's node (no
+        # values to detach) and a transform's value are cut by a stop_gradient node, which keeps a value at
+        # its level (detach() makes an eager tensor of the values one level down, which a transform of
+        # arrays would then hand out: dg.grad's result was a Tensor)
+        x = x.detach() if x._level == 0 and not x._symbolic else stop_gradient(x)
     return apply(_astype, (x,), {"dtype": dtype})

@@ -311,6 +311,22 @@ CLASS_LABELS = Op("class_labels", _class_labels, None, None, lambda target, clas
                   False, dtype=first, validates=True)
 
 
+# -- embedding's indices known only when they arrive (a graph's, or mapped by a compiled vmap): integers in
+# [0, rows - 1] (PyTorch's rule: a negative index is refused, not counted from the end as NumPy would); the same
+# node checks every example of a batch at once
+def _row_indices(indices, rows):
+    values = np.asarray(indices)
+    bad = (values < 0) | (values >= rows)
+    if bad.any():
+        raise IndexError(f"indices must be in [0, {rows - 1}] (the weight has {rows} rows), got "
+                         f"{values[bad].ravel()[0]}")
+    return indices
+
+
+ROW_INDICES = Op("embedding_indices", _row_indices, None, None, lambda indices, rows: tuple(indices), False,
+                 dtype=first, batch=batching.elementwise, validates=True)
+
+
 # -- binary cross-entropy of probabilities p against targets t, elementwise: one node, with PyTorch's
 # numerics. Each log is clamped at -100, so p = 0 or 1 gives a finite loss, and the derivative in p,
 # (p - t) / (p (1 - p)), has its denominator clamped at 1e-12 (in float32, PyTorch's constant), so
