@@ -42,6 +42,9 @@ Workloads
   (j) sequence layers (issue 29, benchmarks/bench_nn.py): an LSTM (2 layers, hidden 128, 64 steps, batch
       32) and a TransformerEncoderLayer (d_model 128, 4 heads, 32 x 64 tokens) training step, float64 and
       float32, PyTorch against dagrad eager and compiled; see that module.
+  (k) what a recorded node copies (issue 24 item 8, benchmarks/bench_saved.py): forward and backward of t * a with
+      a NumPy operand a (copied when recorded: its rule reads it), with a already a Tensor (nothing copied), and
+      t + a (add reads neither operand), for a of 16 and 1,000,000 elements.
 
 Methodology
   * All contenders must agree on the gradient before anything is timed; the run aborts otherwise.
@@ -98,6 +101,7 @@ import numpy as np  # noqa: E402  (after the thread settings)
 import bench_dask  # noqa: E402  (workload (h), beside this file)
 import bench_nn  # noqa: E402  (workload (j), beside this file)
 import bench_nn_layers  # noqa: E402  (workload (i), beside this file)
+import bench_saved  # noqa: E402  (workload (k), beside this file)
 import bench_transforms  # noqa: E402  (workload (g), beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1589,6 +1593,8 @@ def main(argv=None):
     table_i = bench_nn_layers.tables(bench_nn_layers.bench_cnn(run_interleaved, repeats, warmup),
                                      bench_nn_layers.bench_loader(run_interleaved, repeats, warmup), median, iqr)
     print("(j) sequence layers: LSTM and TransformerEncoderLayer training steps ...", file=sys.stderr)
+    print("(k) what a recorded node copies ...", file=sys.stderr)
+    table_k = bench_saved.tables(run_interleaved, mode, median)
     table_j = bench_nn.tables(bench_nn.bench_sequence(run_interleaved, 2 if mode == "quick" else 10, 1), median, iqr)
     print(f"(b) deep chain: {rounds} rounds of {n_ops:,} ops in subprocesses ...", file=sys.stderr)
     table_b = deep_tables(bench_deep(n_ops, rounds), n_ops)
@@ -1619,7 +1625,9 @@ def main(argv=None):
         "### (i) layers and data loading (issue 29)\n\n"
         f"{table_i}\n\n"
         "### (j) sequence layers (issue 29): LSTM and TransformerEncoderLayer against PyTorch\n\n"
-        f"{table_j}\n"
+        f"{table_j}\n\n"
+        "### (k) what a recorded node copies (issue 24 item 8)\n\n"
+        f"{table_k}\n"
     )
     print(tables)
     report = "\n".join(
