@@ -421,7 +421,7 @@ def _same_value(a, b):
         equal = a == b
         if isinstance(equal, (bool, np.bool_)):
             return bool(equal) or (_is_nan(a) and _is_nan(b))
-    except Exception:  # a comparison that raises: the values are not simply equal
+    except Exception:  # nosec B110  # a comparison that raises: the values are not simply equal
         pass
     return False
 
@@ -480,7 +480,7 @@ def _mapped(name, what, values, level):
     try:
         if all(bool(v == first) for v in values):
             return first
-    except Exception:  # a comparison that is no plain bool: the values are not simply equal
+    except Exception:  # nosec B110  # a comparison that is no plain bool: the values are not simply equal
         pass
     raise _differs(name, "forward", f"left {what} of type {type(first).__name__} different in each example")
 
